@@ -1,0 +1,118 @@
+"""Reinforcement-learning foundations: returns, baselines, GAE, likelihood ratios, the PG surrogate.
+
+Reference chapter "Reinforcement-learning foundations" (ftip-002W): notation ftip-002X, return
+ftip-0030 (Sutton & Barto 2018, §3.3), advantage ftip-0032 (Schulman et al. 2016, §2), likelihood
+ratio ftip-0035 (Schulman et al. 2017, §2, eq. 3), policy-gradient surrogate ftip-0036 (Schulman et
+al. 2017, §2, eqs. 1–2), worked example ftip-0037; GAE ftip-003E (Schulman et al. 2016, §3, eqs. 10 and 16).
+
+Time is the last dimension everywhere: rewards (..., T) hold R_1 … R_T for decisions t = 0 … T−1.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lab._checks import (
+    TensorLike,
+    as_mask,
+    as_tensor,
+    broadcast_pair,
+    check_closed_unit,
+    check_finite,
+    check_log_probabilities,
+    check_same_shape,
+)
+
+
+def discounted_returns(rewards: TensorLike, gamma: float) -> torch.Tensor:
+    """G_t = Σ_{k=t}^{T−1} γ^{k−t} R_{k+1} for every t [ftip-0030; Sutton & Barto 2018, §3.3].
+
+    ``rewards`` (..., T) → returns (..., T). ``gamma`` must lie in [0, 1].
+    Computed backwards, G_t = R_{t+1} + γ G_{t+1}, with G_T = 0 at the end of the episode.
+    """
+    gamma = check_closed_unit(gamma, "gamma")
+    r = as_tensor(rewards, "rewards")
+    check_finite(r, "rewards")
+    if r.dim() == 0 or r.shape[-1] == 0:
+        raise ValueError("rewards must have at least one time step (shape (..., T) with T >= 1)")
+    out = torch.zeros_like(r)
+    running = torch.zeros_like(r[..., 0])
+    for t in range(r.shape[-1] - 1, -1, -1):
+        running = r[..., t] + gamma * running
+        out[..., t] = running
+    return out
+
+
+def advantage_from_baseline(returns: TensorLike, baseline: TensorLike) -> torch.Tensor:
+    """Â_t = G_t − b(H_t): a baseline-relative advantage estimate [ftip-0032, ftip-0033].
+
+    The baseline must not depend on the sampled action (then it changes variance, not the expected
+    gradient). ``baseline`` broadcasts against ``returns`` (a scalar, a per-step value, a group mean).
+    """
+    g, b = broadcast_pair(as_tensor(returns, "returns"), as_tensor(baseline, "baseline"), "returns", "baseline")
+    return g - b
+
+
+def td_residuals(rewards: TensorLike, values: TensorLike, gamma: float, next_value: float = 0.0) -> torch.Tensor:
+    """δ_t = R_{t+1} + γ V(H_{t+1}) − V(H_t) [ftip-003E; Schulman et al. 2016, §3, eq. 10].
+
+    ``rewards`` and ``values`` (..., T); ``next_value`` is V after the last step: 0 at a terminal
+    state (the reference's convention), a bootstrap value for a truncated episode.
+    """
+    gamma = check_closed_unit(gamma, "gamma")
+    r = as_tensor(rewards, "rewards")
+    v = as_tensor(values, "values")
+    check_same_shape(r, v, "rewards", "values")
+    check_finite(r, "rewards")
+    check_finite(v, "values")
+    if r.dim() == 0 or r.shape[-1] == 0:
+        raise ValueError("rewards must have at least one time step")
+    v_next = torch.cat([v[..., 1:], torch.full_like(v[..., :1], float(next_value))], dim=-1)  # (..., T)
+    return r + gamma * v_next - v
+
+
+def gae(
+    rewards: TensorLike, values: TensorLike, gamma: float, lam: float, next_value: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation [ftip-003E; Schulman et al. 2016, §3, eq. 16].
+
+    Â_t = Σ_{l=0}^{T−t−1} (γλ)^l δ_{t+l}, with V = ``next_value`` (0: terminal) after the last step.
+    Returns ``(advantages, returns)``, both (..., T), where returns = advantages + values are the
+    λ-returns used as value targets. λ = 1 gives G_t − V(H_t); λ = 0 gives the one-step δ_t.
+    """
+    lam = check_closed_unit(lam, "lam")
+    delta = td_residuals(rewards, values, gamma, next_value)  # (..., T)
+    adv = torch.zeros_like(delta)
+    running = torch.zeros_like(delta[..., 0])
+    for t in range(delta.shape[-1] - 1, -1, -1):
+        running = delta[..., t] + gamma * lam * running
+        adv[..., t] = running
+    return adv, adv + as_tensor(values, "values").to(adv.dtype)
+
+
+def likelihood_ratio(logp: TensorLike, behavior_logp: TensorLike) -> torch.Tensor:
+    """ρ_t(θ) = π_θ(A_t | H_t) / π_b(A_t | H_t) = exp(log π_θ − log π_b) [ftip-0035; Schulman et al. 2017, eq. 3].
+
+    Both arguments are log-probabilities of the sampled actions (finite, <= 0); the behaviour
+    log-probability is treated as a constant (no gradient flows into it).
+    """
+    lp = as_tensor(logp, "logp")
+    blp = as_tensor(behavior_logp, "behavior_logp")
+    check_log_probabilities(lp.detach(), "logp")
+    check_log_probabilities(blp.detach(), "behavior_logp")
+    lp, blp = broadcast_pair(lp, blp, "logp", "behavior_logp")
+    return torch.exp(lp - blp.detach())
+
+
+def policy_gradient_surrogate(logp: TensorLike, advantages: TensorLike, mask: TensorLike | None = None) -> torch.Tensor:
+    """L^PG(θ) = Ê_t[log π_θ(A_t | H_t) · Â_t] [ftip-0036; Schulman et al. 2017, §2, eqs. 1–2].
+
+    The objective to *maximise* (negate it for a loss). ``logp`` and ``advantages`` (..., T);
+    ``mask`` (..., T) selects the sampled decisions entering the empirical average (ftip-006Z).
+    Advantages are held fixed: their gradient is cut, so the gradient is the score-function estimator.
+    """
+    lp = as_tensor(logp, "logp")
+    check_log_probabilities(lp.detach(), "logp")
+    lp, adv = broadcast_pair(lp, as_tensor(advantages, "advantages"), "logp", "advantages")
+    m = as_mask(mask, lp, "mask")
+    return (lp * adv.detach() * m).sum() / m.sum()

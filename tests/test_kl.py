@@ -1,0 +1,68 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.kl import entropy, entropy_from_logits, kl_divergence, kl_estimate
+
+
+def pmf(n):
+    return st.lists(st.floats(0.01, 10), min_size=n, max_size=n).map(lambda w: [x / sum(w) for x in w])
+
+
+def test_kl_by_hand_and_conventions():
+    assert kl_divergence([0.5, 0.5], [0.25, 0.75]).item() == pytest.approx(0.5 * math.log(2) + 0.5 * math.log(2 / 3))
+    assert kl_divergence([1.0, 0.0], [0.5, 0.5]).item() == pytest.approx(math.log(2))  # 0 log 0 = 0
+    assert kl_divergence([0.5, 0.5], [1.0, 0.0]).item() == math.inf  # support mismatch
+    assert entropy([0.5, 0.5]).item() == pytest.approx(math.log(2))
+    assert entropy([1.0, 0.0]).item() == 0.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(pmf(4), pmf(4))
+def test_kl_nonnegative_zero_iff_equal(p, q):
+    assert kl_divergence(p, q).item() >= -1e-12
+    assert kl_divergence(p, p).item() == pytest.approx(0.0, abs=1e-12)
+    if max(abs(a - b) for a, b in zip(p, q)) > 1e-3:
+        assert kl_divergence(p, q).item() > 0
+
+
+def test_kl_bad_input():
+    with pytest.raises(ValueError, match="p must sum"):
+        kl_divergence([0.5, 0.6], [0.5, 0.5])
+    with pytest.raises(ValueError, match="q must have entries"):
+        kl_divergence([0.5, 0.5], [1.5, -0.5])
+    with pytest.raises(ValueError, match="p.*q.*broadcast"):
+        kl_divergence([0.5, 0.5], [0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match="kind"):
+        kl_estimate(-1.0, -1.0, "k4")
+    with pytest.raises(ValueError, match="logp"):
+        kl_estimate(float("inf"), -1.0)
+
+
+def test_kl_estimators_by_hand():
+    lp, rlp = math.log(0.5), math.log(0.25)
+    d = rlp - lp
+    assert kl_estimate(lp, rlp, "k1").item() == pytest.approx(-d)
+    assert kl_estimate(lp, rlp, "k2").item() == pytest.approx(d * d / 2)
+    assert kl_estimate(lp, rlp, "k3").item() == pytest.approx(math.exp(d) - d - 1)
+
+
+def test_k3_stable_near_zero_and_unbiased():
+    lp = torch.tensor([-1.0], dtype=torch.float32)
+    tiny = kl_estimate(lp, lp + 1e-6, "k3")
+    assert tiny.item() >= 0 and tiny.item() == pytest.approx(0.5e-12, rel=0.05)
+    assert kl_estimate(lp, lp, "k3").item() == 0.0
+    # unbiased: E_{y~p}[k1] = E_{y~p}[k3] = KL(p || q)
+    p = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    q = torch.tensor([0.4, 0.4, 0.2], dtype=torch.float64)
+    kl = kl_divergence(p, q).item()
+    assert (p * kl_estimate(p.log(), q.log(), "k1")).sum().item() == pytest.approx(kl)
+    assert (p * kl_estimate(p.log(), q.log(), "k3")).sum().item() == pytest.approx(kl)
+
+
+def test_entropy_from_logits():
+    logits = torch.randn(3, 7)
+    assert torch.allclose(entropy_from_logits(logits), entropy(torch.softmax(logits, -1).double()).float(), atol=1e-5)

@@ -1,0 +1,80 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.ppo import clipped_surrogate, kl_shaped_reward, ppo_objective
+
+
+def test_clipping_cases_by_hand():
+    assert clipped_surrogate(1.4, 2.0).item() == pytest.approx(2.4)
+    assert clipped_surrogate(0.6, -2.0).item() == pytest.approx(-1.6)
+    assert clipped_surrogate(1.4, -2.0).item() == pytest.approx(-2.8)
+    assert clipped_surrogate(0.6, 2.0).item() == pytest.approx(1.2)
+    # clip-higher: the upper band widens only
+    assert clipped_surrogate(1.4, 2.0, 0.2, 0.28).item() == pytest.approx(2.56)
+    assert clipped_surrogate(0.6, -2.0, 0.2, 0.28).item() == pytest.approx(-1.6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 5), st.floats(-10, 10), st.floats(0.01, 0.99))
+def test_clipped_never_exceeds_unclipped(rho, adv, eps):
+    assert clipped_surrogate(rho, adv, eps).item() <= rho * adv + 1e-9
+
+
+def test_ppo_objective_diagnostics():
+    logp = torch.log(torch.tensor([[0.7, 0.3, 0.5, 0.5]], dtype=torch.float64))
+    old = torch.log(torch.tensor([[0.5, 0.5, 0.5, 0.5]], dtype=torch.float64))
+    adv = torch.tensor([[1.0, -1.0, 1.0, 1.0]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]], dtype=torch.float64)
+    obj, m = ppo_objective(logp, old, adv, mask, epsilon=0.2)
+    # ratios 1.4 (A>0 → 1.2), 0.6 (A<0 → -0.8 vs -0.6 → min -0.8), 1.0 → 1
+    assert obj.item() == pytest.approx((1.2 - 0.8 + 1.0) / 3)
+    assert m["clip_ratio/high_mean"] == pytest.approx(1 / 3)
+    assert m["clip_ratio/low_mean"] == pytest.approx(1 / 3)
+    assert m["clip_ratio/region_mean"] == pytest.approx(2 / 3)
+    ratio = torch.tensor([1.4, 0.6, 1.0])
+    assert m["approx_kl"] == pytest.approx(((ratio - 1) - ratio.log()).mean().item(), rel=1e-5)
+    v = torch.tensor([[0.0, 1.0, 2.0, 9.0]], dtype=torch.float64)
+    g = torch.tensor([[1.0, 1.0, 1.0, 0.0]], dtype=torch.float64)
+    h = torch.tensor([[0.3, 0.3, 0.3, 9.0]], dtype=torch.float64)
+    obj2, m2 = ppo_objective(logp, old, adv, mask, values=v, value_targets=g, c1=0.5, entropy=h, c2=0.1)
+    assert m2["loss/value"] == pytest.approx(2 / 3)
+    assert obj2.item() == pytest.approx(obj.item() - 0.5 * 2 / 3 + 0.1 * 0.3)
+
+
+def test_ppo_bad_input():
+    with pytest.raises(ValueError, match="epsilon"):
+        clipped_surrogate(1.0, 1.0, epsilon=0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        clipped_surrogate(1.0, 1.0, epsilon=1.0)
+    with pytest.raises(ValueError, match="epsilon_high"):
+        clipped_surrogate(1.0, 1.0, epsilon_high=-0.1)
+    with pytest.raises(ValueError, match="ratio"):
+        clipped_surrogate(-1.0, 1.0)
+    with pytest.raises(ValueError, match="ratio.*advantages"):
+        clipped_surrogate([1.0, 1.0], [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="c1"):
+        ppo_objective([-1.0], [-1.0], [1.0], c1=-1)
+    with pytest.raises(ValueError, match="value_targets"):
+        ppo_objective([-1.0], [-1.0], [1.0], values=[0.0])
+    with pytest.raises(ValueError, match="beta"):
+        kl_shaped_reward(0.8, -1.0, -1.0, beta=0.0)
+    with pytest.raises(ValueError, match="logp"):
+        kl_shaped_reward(0.8, 0.1, -1.0, beta=0.1)
+
+
+def test_kl_shaped_reward_sequence_and_per_token():
+    assert kl_shaped_reward(0.8, math.log(0.2), math.log(0.1), 0.1).item() == pytest.approx(0.8 - 0.1 * math.log(2))
+    logp = torch.log(torch.tensor([[0.5, 0.5, 0.9], [0.2, 0.4, 0.9]], dtype=torch.float64))
+    ref = torch.log(torch.tensor([[0.25, 0.5, 0.1], [0.4, 0.4, 0.1]], dtype=torch.float64))
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.float64)
+    score = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    seq = kl_shaped_reward(score, logp, ref, 0.5, mask)
+    tok = kl_shaped_reward(score, logp, ref, 0.5, mask, per_token=True)
+    assert seq.tolist() == pytest.approx([1.0 - 0.5 * math.log(2), 2.0 - 0.5 * (math.log(0.5) + math.log(9))])
+    assert tok.sum(-1).tolist() == pytest.approx(seq.tolist())
+    assert tok[0, 1].item() == pytest.approx(1.0)  # score on the last active token, log ratio 0 there
+    assert tok[0, 2].item() == 0.0
