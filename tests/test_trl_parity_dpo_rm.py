@@ -36,7 +36,7 @@ def dpo_trainer_factory():
 
     def make(beta):
         args = DPOConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=4, report_to=[], beta=beta,
-                         use_cpu=True, precompute_ref_log_probs=True)
+                         use_cpu=True, bf16=False, precompute_ref_log_probs=True)
         return DPOTrainer(model=AutoModelForCausalLM.from_pretrained(path), ref_model=AutoModelForCausalLM.from_pretrained(ref_path),
                           args=args, train_dataset=Dataset.from_list(PAIRS), processing_class=tok)
 
@@ -84,7 +84,7 @@ def reward_trainer():
     rm = GPT2ForSequenceClassification(GPT2Config(vocab_size=len(tok), n_layer=1, n_head=2, n_embd=32, n_positions=64,
                                                   num_labels=1, pad_token_id=tok.pad_token_id))
     ds = Dataset.from_list([{"chosen": p["prompt"] + p["chosen"], "rejected": p["prompt"] + p["rejected"]} for p in PAIRS])
-    args = RewardConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=4, report_to=[], use_cpu=True)
+    args = RewardConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=4, report_to=[], use_cpu=True, bf16=False)
     return RewardTrainer(model=rm, args=args, train_dataset=ds, processing_class=tok)
 
 

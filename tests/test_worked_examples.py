@@ -21,6 +21,8 @@ def test_cli_json_reports_every_example_ok():
     assert {r["id"] for r in rows} >= {
         "sft-response-only", "bradley-terry", "preference-cycle", "return-advantage", "ppo-clip",
         "rlhf-shaped-reward", "dpo-log-ratio", "dpo-relative", "policy-gradient-baseline",
+        "process-labels", "rlvr-round", "grpo-group-clip", "verifiable-reward", "code-agent-trace",
+        "replay-annotation", "dgg-gate", "sign-invariant-forecast",
     }
     for r in rows:
         assert set(r) == {"id", "ftip", "computed", "expected", "ok"} and r["ok"] is True

@@ -24,6 +24,14 @@ MODULES = [
     "rlhf_shaped_reward",
     "dpo_log_ratio",
     "dpo_relative",
+    "process_labels",
+    "verifiable_reward",
+    "rlvr_round",
+    "grpo_group_clip",
+    "code_agent_trace",
+    "replay_annotation",
+    "dgg_gate",
+    "sign_invariant_forecast",
 ]
 
 

@@ -1,0 +1,107 @@
+"""Reinforcement learning with verifiable rewards: verifiers with evidence, and the verifiable reward.
+
+Reference chapter "Reinforcement learning with verifiable rewards" (ftip-0042): RLVR ftip-0044
+(Lambert et al. 2024, Tülu 3, §6, eqs. 7–8), correctness indicator ftip-0046, evidence ftip-0047,
+decision vs evidence ftip-0048, verifiable reward ftip-0049 (α = 10 in Tülu 3), rule/test/proof
+evidence ftip-004A. Worked examples ftip-0049 and ftip-004M.
+
+A verifier returns an evidence record, not just a bit: the parsed answer or the test log that decided,
+and the verifier's id and version, so a decision can be audited and reproduced later.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import torch
+
+from lab._checks import TensorLike, as_tensor, check_positive
+
+
+@dataclass(frozen=True)
+class VerifierEvidence:
+    """e_ver = (ι_ver, x, y, o, d_ver) [ftip-0047]: verifier id and version, prompt, response, output used, decision."""
+
+    verifier_id: str
+    verifier_version: str
+    prompt: str
+    response: str
+    output: dict = field(hash=False)
+    decision: int
+
+
+class Verifier(Protocol):
+    verifier_id: str
+    version: str
+
+    def verify(self, prompt: str, response: str, **fields) -> VerifierEvidence: ...
+
+
+# Declared answer parsers: the parser is part of the verifier (ftip-0046).
+PARSERS: dict[str, Callable[[str], str | None]] = {
+    "strip": lambda s: s.strip() or None,
+    "first_line": lambda s: (s.strip().splitlines() or [""])[0].strip() or None,
+    "last_integer": lambda s: (re.findall(r"-?\d+", s) or [None])[-1],
+    "first_integer": lambda s: (re.findall(r"-?\d+", s) or [None])[0],
+    "boxed": lambda s: (re.findall(r"\\boxed\{([^{}]*)\}", s) or [None])[-1],
+}
+
+
+class ExactAnswerVerifier:
+    """Rule evidence [ftip-004A]: parse the response with a declared parser and compare to the target.
+
+    ``parser``: one of :data:`PARSERS` (``"strip"``, ``"first_line"``, ``"last_integer"``,
+    ``"first_integer"``, ``"boxed"``). An unparseable response is a 0 decision with ``parsed = None``.
+    """
+
+    def __init__(self, parser: str = "strip", verifier_id: str = "exact-answer", version: str = "1") -> None:
+        if parser not in PARSERS:
+            raise ValueError(f"parser must be one of {list(PARSERS)}; got {parser!r}")
+        self.parser, self.verifier_id, self.version = parser, f"{verifier_id}[{parser}]", version
+
+    def verify(self, prompt: str, response: str, answer: str) -> VerifierEvidence:
+        parsed = PARSERS[self.parser](response)
+        target = PARSERS[self.parser](str(answer))
+        decision = int(parsed is not None and parsed == target)
+        return VerifierEvidence(self.verifier_id, self.version, prompt, response, {"parsed": parsed, "target": target}, decision)
+
+
+class UnitTestVerifier:
+    """Test evidence [ftip-004A]: run the candidate program against unit tests inside the sandbox.
+
+    The candidate is written to ``solution.py``, the tests to ``test_solution.py``; the decision is 1
+    exactly when the test run exits 0 and reports passing tests (:func:`lab.agentic.tests_passed`).
+    The evidence keeps the test log, exit code and the sandbox's declared restrictions.
+    """
+
+    def __init__(self, sandbox=None, verifier_id: str = "unit-tests", version: str = "1") -> None:
+        from lab.agentic import Sandbox
+
+        self.sandbox = sandbox or Sandbox()
+        self.verifier_id, self.version = verifier_id, version
+
+    def verify(self, prompt: str, response: str, tests: str) -> VerifierEvidence:
+        from lab.agentic import tests_passed
+
+        self.sandbox.reset({"solution.py": response, "test_solution.py": tests})
+        try:
+            res = self.sandbox.run_python(tests, filename="test_solution.py")
+        finally:
+            self.sandbox.close()
+        log = (res.stdout + res.stderr)[-4000:]
+        output = {"status": res.status, "exit_code": res.exit_code, "log": log, "sandbox": res.evidence["sandbox"]}
+        return VerifierEvidence(self.verifier_id, self.version, prompt, response, output, int(tests_passed(res)))
+
+
+def verifiable_reward(decision: TensorLike, alpha: float = 10.0) -> torch.Tensor:
+    """R_ver = α if v(x, y) = 1 else 0 [ftip-0049; Lambert et al. 2024, §6, eq. 8; α = 10 there].
+
+    ``decision``: 0/1 values (a scalar or (N,)); any other value raises ``ValueError``.
+    """
+    alpha = check_positive(alpha, "alpha")
+    d = as_tensor(decision, "decision")
+    if not bool(((d == 0) | (d == 1)).all()):
+        raise ValueError(f"decision must be 0 or 1; got {d.tolist()}")
+    return d.to(torch.float64 if not d.is_floating_point() else d.dtype) * alpha
