@@ -1,4 +1,4 @@
-"""Post-Training Lab web app: `./lab.sh app` (or `streamlit run app.py`).
+"""Post-Training Lab web app: `./lab.sh app` (or `streamlit run app.py --server.fileWatcherType none`).
 
 Builds the navigation over the files in pages/, grouped by chapter of the reference.
 """
@@ -12,6 +12,21 @@ st.set_page_config(page_title="Post-Training Lab", page_icon="🧪", layout="wid
 
 PAGES = {
     "Start": [st.Page("pages/home.py", title="Home", icon="🏠", default=True)],
+    "Demonstrations and preferences": [
+        st.Page("pages/sft.py", title="SFT and loss masks", icon="📝"),
+        st.Page("pages/preferences.py", title="Preferences and reward models", icon="⚖️"),
+    ],
+    "Reinforcement learning": [
+        st.Page("pages/returns.py", title="Returns and advantages", icon="📈"),
+        st.Page("pages/ppo.py", title="PPO clipping", icon="✂️"),
+        st.Page("pages/kl_optimal.py", title="KL and the optimal policy", icon="🎯"),
+    ],
+    "Preference optimization": [st.Page("pages/dpo.py", title="DPO", icon="🔁")],
+    "Verifiable rewards": [
+        st.Page("pages/grpo.py", title="GRPO and RLVR", icon="👥"),
+        st.Page("pages/feedback.py", title="Outcome vs process feedback", icon="🪜"),
+    ],
+    "Agents and replay": [st.Page("pages/agentic.py", title="Agentic training and replay", icon="🤖")],
 }
 
 st.navigation(PAGES).run()

@@ -26,6 +26,17 @@ setup() {
   fi
 }
 
+ensure_chromium() {
+  # The browser smoke test needs Debian's headless Chromium and its driver.
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then return; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium and chromium-driver for the browser smoke test..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "note: chromium/chromedriver not found; the browser smoke test is skipped (apt-get install chromium chromium-driver)" >&2
+  fi
+}
+
 case "${1:-}" in
   setup)
     setup ;;
@@ -37,6 +48,7 @@ case "${1:-}" in
       --server.fileWatcherType none --browser.gatherUsageStats false "${@:2}" ;;
   test)
     setup
+    ensure_chromium
     exec "$VENV/bin/python" -m pytest "${@:2}" ;;
   *)
     echo "usage: ./lab.sh {app|test|setup} [extra args]" >&2; exit 2 ;;

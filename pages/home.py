@@ -1,4 +1,4 @@
-"""Home: what the lab is for and how it is organised."""
+"""Home: what the lab is for, the chapter map, notebooks and small runs."""
 
 import streamlit as st
 
@@ -8,24 +8,33 @@ st.title("Post-Training Lab")
 st.markdown(
     """
 Compute LLM post-training instead of only reading about it. Every number on these pages comes from
-the tested library in `lab/`, the same code the notebooks and the small-run engine call.
-Change an input and watch the losses, probabilities and advantages move.
+the tested library in `lab/`, the same code the notebooks and the tests call. Change an input and
+watch the losses, probabilities and advantages move. Each page shows its formula, the tag of the
+definition in the reference (`definitions-and-worked-examples.txt`) and the paper it comes from, and
+has a button that loads the reference's worked example and puts the stated value beside the computed one.
 
-**Chapters** (tags point into the reference, `definitions-and-worked-examples.txt`):
+| page | what you can vary | library | reference |
+|---|---|---|---|
+| SFT and loss masks | mask mode, per-token probabilities, normalization | `lab.sft` | ftip-002A … 002I |
+| Preferences and reward models | scores, offset, a comparison table with ties | `lab.preference` | ftip-002J … 002V |
+| Returns and advantages | rewards, values, γ, λ | `lab.rl` | ftip-0030 … 003E |
+| PPO clipping | ε, ε_high, sign of A, ratio; β of the shaped reward | `lab.ppo` | ftip-003D … 003J |
+| KL and the optimal policy | reference distribution, rewards, β | `lab.kl`, `lab.dpo` | ftip-006X, 003O, 003P |
+| DPO | four probabilities, β | `lab.dpo` | ftip-003M … 003S |
+| GRPO and RLVR | group rewards, std divisor, ε, scale, zero-std policy, ratios, lengths | `lab.grpo` | ftip-004B … 004N |
+| Outcome vs process feedback | the steps of two traces, label timing | `lab.feedback`, `lab.grpo` | ftip-003W … 0041 |
+| Agentic training and replay | actions, sandbox runs, rounds, replay, gradient gate | `lab.agentic`, `lab.replay` | ftip-004P … 006B |
 
-| chapter | library module | reference |
-|---|---|---|
-| Supervised fine-tuning and loss masks | `lab.sft` | ftip-0029 … ftip-002I |
-| Preferences and reward models | `lab.preference` | ftip-002J … ftip-002V |
-| RL foundations: returns, advantages, GAE | `lab.rl` | ftip-002W … ftip-003E |
-| KL, RLHF and PPO | `lab.kl`, `lab.ppo` | ftip-006X, ftip-0039 … ftip-003K |
-| Direct Preference Optimization | `lab.dpo` | ftip-003L … ftip-003U |
+**From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference.
 """
 )
-st.subheader("The reference's worked examples, recomputed now")
-st.dataframe(
-    [{"id": r["id"], "ftip": r["ftip"], "computed": ", ".join(f"{x:.4g}" for x in r["computed"]),
-      "stated": ", ".join(f"{x:.4g}" for x in r["expected"]), "ok": "✅" if r["ok"] else "❌"} for r in worked_examples.run_all()],
-    hide_index=True, use_container_width=True,
-)
-st.caption("The same table in a terminal: `python -m worked_examples` (or `--json`).")
+
+
+@st.cache_data(show_spinner="recomputing the worked examples (one runs in the sandbox)…")
+def example_table() -> list[dict]:
+    return [{"id": r["id"], "ftip": r["ftip"], "computed": ", ".join(f"{x:.4g}" for x in r["computed"]),
+             "stated": ", ".join(f"{x:.4g}" for x in r["expected"]), "ok": "yes" if r["ok"] else "MISMATCH"} for r in worked_examples.run_all()]
+
+
+st.subheader("The reference's worked examples, recomputed by the library")
+st.dataframe(example_table(), hide_index=True, width="stretch")

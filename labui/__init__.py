@@ -1,0 +1,73 @@
+"""Shared pieces of the Streamlit pages: headers with sources, error display, worked-example loading, plots.
+
+Pages stay thin: widgets in, ``lab`` calls, plotly figures out. Nothing here computes a formula.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import ModuleType
+from typing import Callable, Iterator
+
+import plotly.graph_objects as go
+import streamlit as st
+
+REFERENCE = "definitions-and-worked-examples.txt"
+
+
+def header(title: str, tags: str, citation: str, summary: str) -> None:
+    """Page title, the reference tags and paper citation, and a short explanation."""
+    st.title(title)
+    st.caption(f"Reference: {tags} in `{REFERENCE}` · {citation}")
+    st.markdown(summary)
+
+
+@contextlib.contextmanager
+def shows_errors(where=None) -> Iterator[None]:
+    """Show a library ``ValueError`` as a message next to the widget, never a traceback; the page goes on."""
+    try:
+        yield
+    except ValueError as exc:
+        (where or st).error(f"⚠️ {exc}")
+
+
+def parse_floats(text: str, name: str) -> list[float]:
+    """'1, 0.5, 2' → [1.0, 0.5, 2.0]; a clear ValueError naming the field otherwise."""
+    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+    if not parts:
+        raise ValueError(f"{name} must list at least one number")
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{name} must be numbers separated by commas; got {text!r}") from None
+
+
+def example_button(label: str, values: dict, flag: str, help: str | None = None) -> None:
+    """A button that loads a worked example's inputs into the widgets' session state before they render."""
+
+    def load() -> None:
+        st.session_state.update(values)
+        st.session_state[flag] = True
+
+    st.button(label, on_click=load, help=help, key=f"load_{flag}")
+
+
+def example_note(flag: str, mod: ModuleType, computed: list[float] | None, fmt: Callable[[float], str] = lambda x: f"{x:.4g}") -> None:
+    """After loading a worked example: the reference's stated values beside what this page computed."""
+    if not st.session_state.get(flag):
+        return
+    stated = ", ".join(fmt(x) for x in mod.EXPECTED)
+    got = ", ".join(fmt(x) for x in computed) if computed is not None else "—"
+    ok = computed is not None and len(computed) == len(mod.EXPECTED) and all(abs(a - b) <= max(mod.TOLERANCE, 1e-9) for a, b in zip(computed, mod.EXPECTED))
+    (st.success if ok else st.warning)(f"Worked example **{mod.ID}** [{mod.FTIP}] — reference states: **{stated}**; this page computes: **{got}**")
+
+
+def figure(title: str, x_title: str, y_title: str, height: int = 340) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, height=height, margin=dict(l=40, r=20, t=50, b=40),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1))
+    return fig
+
+
+def mark_point(fig: go.Figure, x: float, y: float, name: str = "current", color: str = "crimson") -> None:
+    fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=name, marker=dict(size=12, color=color, symbol="circle")))

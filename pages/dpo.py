@@ -1,0 +1,75 @@
+"""Direct Preference Optimization [ftip-003M … ftip-003S]; overview, DPO section."""
+
+import math
+
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from lab.dpo import dpo_gradient_weight, dpo_loss, preference_probability
+from labui import example_button, example_note, figure, header, mark_point, shows_errors
+from worked_examples import dpo_log_ratio as EX
+from worked_examples import dpo_relative as EXR
+
+header(
+    "Direct Preference Optimization",
+    "ftip-003M, ftip-003Q, ftip-003R, ftip-003S",
+    "Rafailov et al. 2023, §4, eqs. 6–7",
+    "DPO scores each response by how much the policy has raised its probability relative to the frozen "
+    "reference (ℓ = log π/π_ref). The loss asks the chosen response's ℓ to exceed the rejected one's. It is "
+    "relative: the chosen probability can fall while the loss falls, as long as the rejected one falls faster.",
+)
+st.latex(r"L_{\mathrm{DPO}}=-\log\sigma\big(\beta[\ell(y^+)-\ell(y^-)]\big),\qquad \ell(y)=\log\frac{\pi_\theta(y\mid x)}{\pi_{\mathrm{ref}}(y\mid x)}")
+
+for k, v in {"dpo_pc": 0.6, "dpo_rc": 0.3, "dpo_pr": 0.2, "dpo_rr": 0.4, "dpo_beta": 0.5}.items():
+    st.session_state.setdefault(k, v)
+example_button("Load worked example ftip-003S", {k: EX.INPUTS[n] for k, n in [("dpo_pc", "policy_chosen"), ("dpo_rc", "ref_chosen"),
+               ("dpo_pr", "policy_rejected"), ("dpo_rr", "ref_rejected"), ("dpo_beta", "beta")]}, "dpo_example")
+
+c1, c2, c3 = st.columns(3)
+pc = c1.number_input("π_θ(y⁺|x)", 0.0, 1.0, step=0.05, key="dpo_pc", format="%.3f")
+rc = c1.number_input("π_ref(y⁺|x)", 0.0, 1.0, step=0.05, key="dpo_rc", format="%.3f")
+pr = c2.number_input("π_θ(y⁻|x)", 0.0, 1.0, step=0.05, key="dpo_pr", format="%.3f")
+rr = c2.number_input("π_ref(y⁻|x)", 0.0, 1.0, step=0.05, key="dpo_rr", format="%.3f")
+beta = c3.slider("β", 0.0, 2.0, step=0.05, key="dpo_beta")
+
+with shows_errors():
+    for val, name in ((pc, "π_θ(y⁺|x)"), (rc, "π_ref(y⁺|x)"), (pr, "π_θ(y⁻|x)"), (rr, "π_ref(y⁻|x)")):
+        if not 0 < val <= 1:
+            raise ValueError(f"{name} must lie in (0, 1] because its log is taken; got {val}")
+    lp = [math.log(pc), math.log(pr), math.log(rc), math.log(rr)]
+    losses, cr, rj = dpo_loss(*lp, beta=beta)
+    z = float(cr - rj)
+    prob = float(preference_probability(*lp, beta=beta))
+    w = float(dpo_gradient_weight(*lp, beta=beta))
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("β·margin z", f"{z:.4f}")
+    m2.metric("loss −log σ(z)", f"{float(losses):.4f}")
+    m3.metric("P_θ(y⁺ ≻ y⁻) = σ(z)", f"{prob:.4f}")
+    m4.metric("gradient weight σ(−z)", f"{w:.4f}")
+    st.caption(f"Implicit rewards (TRL's rewards/chosen, rewards/rejected): {float(cr):.4f} and {float(rj):.4f}.")
+    example_note("dpo_example", EX, [z, prob, float(losses)])
+
+    lc, lr_ = math.log(pc / rc), math.log(pr / rr)
+    grid = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    C, R = torch.meshgrid(grid, grid, indexing="xy")
+    shift = torch.full_like(C, -3.5)  # reference log-probs; any shift leaves ℓ = logp − ref unchanged
+    L, _, _ = dpo_loss(C + shift, R + shift, shift, shift, beta=beta)  # (61, 61) lab's own loss over the grid
+    fig = figure(f"DPO loss over the two log-ratios (β = {beta:g})", "ℓ(y⁺) = log π/π_ref of chosen", "ℓ(y⁻) = log π/π_ref of rejected", height=420)
+    fig.add_trace(go.Heatmap(x=grid.tolist(), y=grid.tolist(), z=L.tolist(), colorscale="Viridis", colorbar=dict(title="loss")))
+    mark_point(fig, lc, lr_)
+    st.plotly_chart(fig, width="stretch", key="dpo_heat")
+
+st.subheader("The loss falls while the chosen probability falls")
+ref3, pol3 = EXR.INPUTS["reference"], EXR.INPUTS["policy"]
+before, _, _ = dpo_loss(math.log(ref3[0]), math.log(ref3[1]), math.log(ref3[0]), math.log(ref3[1]), beta=1.0)
+after, c_, r_ = dpo_loss(math.log(pol3[0]), math.log(pol3[1]), math.log(ref3[0]), math.log(ref3[1]), beta=1.0)
+c1, c2 = st.columns([1, 1])
+fig = figure("Three outcomes, β = 1 (overview, DPO section)", "outcome", "probability", height=320)
+fig.add_trace(go.Bar(x=EXR.INPUTS["outcomes"], y=ref3, name="reference (= policy before)"))
+fig.add_trace(go.Bar(x=EXR.INPUTS["outcomes"], y=pol3, name="policy after"))
+fig.update_layout(barmode="group")
+c1.plotly_chart(fig, width="stretch", key="dpo_three")
+c2.metric("loss before → after", f"{float(before):.3f} → {float(after):.3f}")
+c2.metric("chosen probability before → after", f"{ref3[0]:.2f} → {pol3[0]:.2f}")
+c2.metric("margin", f"{float(c_ - r_):.4f}", help="log 1.5: the chosen response gained relative to the rejected one")

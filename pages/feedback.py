@@ -1,0 +1,76 @@
+"""Outcome vs process feedback [ftip-003W … ftip-0041, ftip-004E, ftip-004F]."""
+
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from lab.feedback import EXAMPLE_STEPS, is_online_measurable, label_trace
+from lab.grpo import group_advantages, process_advantages
+from labui import example_button, example_note, figure, header, shows_errors
+from worked_examples import process_labels as EX
+
+header(
+    "Outcome vs process feedback",
+    "ftip-003W, ftip-003X, ftip-003Z, ftip-0040, ftip-0041, ftip-004F",
+    "Lightman et al. 2023, §2.5–2.6; Shao et al. 2024, §4.1.2–4.1.3",
+    "An outcome label judges the finished answer; process labels judge each step. They can disagree: a right "
+    "answer reached through a wrong step. They also differ in timing: a label is usable online at step t only "
+    "if it was computed from what existed at step t, not by a reviewer who had already seen the ending.",
+)
+ALT = ["3 × 4 = 12", "12 + 5 = 18", "18 + 2 = 20", "so the answer is 20"]
+for i, s in enumerate(EXAMPLE_STEPS):
+    st.session_state.setdefault(f"fb_step{i}", s)
+for i, s in enumerate(ALT):
+    st.session_state.setdefault(f"fb_alt{i}", s)
+st.session_state.setdefault("fb_answer", "19")
+st.session_state.setdefault("fb_alt_answer", "20")
+st.session_state.setdefault("fb_hindsight", False)
+example_button("Load worked example ftip-0041", {**{f"fb_step{i}": s for i, s in enumerate(EXAMPLE_STEPS)}, "fb_answer": "19", "fb_hindsight": False}, "fb_example")
+
+st.markdown("**Problem:** Compute 3 × 4 + 5 + 2. Target answer: **19**. Two sampled responses form a group.")
+c1, c2 = st.columns(2)
+steps = [c1.text_input(f"response 1, step {i + 1}", key=f"fb_step{i}") for i in range(4)]
+ans = c1.text_input("response 1, final answer", key="fb_answer")
+alt = [c2.text_input(f"response 2, step {i + 1}", key=f"fb_alt{i}") for i in range(4)]
+alt_ans = c2.text_input("response 2, final answer", key="fb_alt_answer")
+hind = st.checkbox("process labels come from a reviewer who read the whole response (hindsight)", key="fb_hindsight")
+
+with shows_errors():
+    out1, proc1 = label_trace("response-1", steps, ans, "19", reviewer_hindsight=hind)
+    out2, proc2 = label_trace("response-2", alt, alt_ans, "19", reviewer_hindsight=hind)
+    computed = [out1.value] + [p.value for p in proc1]
+    m = st.columns(5)
+    m[0].metric("f_out (response 1)", f"{out1.value:g}")
+    for k, p in enumerate(proc1):
+        m[k + 1].metric(f"f{k + 1}", f"{p.value:g}")
+    example_note("fb_example", EX, computed, fmt=lambda x: f"{x:g}")
+    st.markdown("**Online measurability** (ftip-003Z): can the learner use this label at step t?")
+    table = {"label": ["f_out"] + [f"f{p.step}" for p in proc1]}
+    for t in range(1, 5):
+        table[f"at step {t}"] = ["yes" if is_online_measurable(lab, t) else "no" for lab in [out1] + proc1]
+    st.dataframe(table, hide_index=True, width="stretch")
+
+    # token-level credit: words are tokens; outcome GRPO repeats one advantage, process GRPO sums later steps
+    words = [[w for s in st_ for w in s.split()] for st_ in (steps, alt)]
+    ends = []
+    for st_ in (steps, alt):
+        e, k = [], -1
+        for s in st_:
+            k += max(1, len(s.split()))
+            e.append(k)
+        ends.append(e)
+    T = max(len(w) for w in words)
+    outcome_adv = group_advantages([out1.value, out2.value], 2, eps=1e-4)
+    proc_adv = process_advantages([[p.value for p in proc1], [p.value for p in proc2]], ends, length=T)
+    oc = torch.zeros(2, T)
+    for i in range(2):
+        oc[i, : len(words[i])] = float(outcome_adv[i])
+    c1, c2 = st.columns(2)
+    for col, z, title in ((c1, oc, "Outcome GRPO: one advantage per response"),
+                          (c2, proc_adv, "Process GRPO: sum over this and later steps")):
+        fig = figure(title, "token position", "response", height=260)
+        fig.add_trace(go.Heatmap(z=z.tolist(), x=list(range(T)), y=["response 1", "response 2"], colorscale="RdBu", zmid=0,
+                                 text=[w + [""] * (T - len(w)) for w in words], texttemplate="%{text}", colorbar=dict(title="Â")))
+        col.plotly_chart(fig, width="stretch", key=f"fb_{title[:7]}")
+    st.caption("Process credit drops at the faulty step of response 1 even though its outcome is correct; "
+               "outcome credit cannot tell the steps apart.")

@@ -1,0 +1,87 @@
+"""PPO clipping and the KL-shaped reward [ftip-003D, ftip-003F, ftip-003I, ftip-003J]."""
+
+import math
+
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from lab.ppo import clipped_surrogate, kl_shaped_reward
+from labui import example_button, example_note, figure, header, mark_point, shows_errors
+from worked_examples import ppo_clip as EX
+from worked_examples import rlhf_shaped_reward as EXR
+
+header(
+    "PPO clipping and the KL-shaped reward",
+    "ftip-003D, ftip-003F, ftip-003H, ftip-003I, ftip-003J",
+    "Schulman et al. 2017, §3, eq. 7; Ouyang et al. 2022, §3.5, eq. 2",
+    "PPO takes the smaller of the plain and the clipped term. Once the ratio has moved past the band in the "
+    "direction the advantage favours, the objective goes flat: no more incentive. Moves the advantage dislikes "
+    "are never clipped away. DAPO's clip-higher widens only the upper edge (ε_high).",
+)
+st.latex(r"L^{\mathrm{CLIP}}=\hat{\mathbb E}_t\big[\min\big(\rho_t\hat A_t,\ \mathrm{clip}(\rho_t,1-\epsilon,1+\epsilon_{\mathrm{high}})\hat A_t\big)\big]")
+
+for k, v in {"ppo_eps": 0.2, "ppo_eps_high": 0.2, "ppo_sign": "positive", "ppo_absA": 2.0, "ppo_rho": 1.4,
+             "kl_score": 0.8, "kl_ratio": 2.0, "kl_beta": 0.1}.items():
+    st.session_state.setdefault(k, v)
+b1, b2 = st.columns(2)
+with b1:
+    example_button("Load worked example ftip-003I (ε = 0.2, A = 2, ρ = 1.4)",
+                   {"ppo_eps": 0.2, "ppo_eps_high": 0.2, "ppo_sign": "positive", "ppo_absA": 2.0, "ppo_rho": 1.4}, "ppo_example")
+with b2:
+    example_button("Load worked example ftip-003J (score 0.8, ratio 2, β = 0.1)", {"kl_score": 0.8, "kl_ratio": 2.0, "kl_beta": 0.1}, "kl_example")
+
+c1, c2, c3 = st.columns(3)
+eps = c1.slider("ε (lower width)", 0.01, 0.99, step=0.01, key="ppo_eps")
+eps_high = c1.slider("ε_high (upper width; = ε for symmetric PPO)", 0.01, 1.5, step=0.01, key="ppo_eps_high")
+sign = c2.radio("sign of the advantage", ["positive", "negative"], key="ppo_sign", horizontal=True)
+absA = c2.number_input("|A|", 0.0, 10.0, step=0.5, key="ppo_absA")
+rho = c3.slider("ratio ρ = π_θ / π_old", 0.0, 2.5, step=0.05, key="ppo_rho")
+A = absA if sign == "positive" else -absA
+
+with shows_errors():
+    val = float(clipped_surrogate(rho, A, eps, eps_high))
+    m1, m2, m3 = st.columns(3)
+    m1.metric("clipped objective min(ρA, clip(ρ)A)", f"{val:.4f}")
+    m2.metric("unclipped ρA", f"{rho * A:.4f}")
+    m3.metric("incentive removed", f"{rho * A - val:.4f}")
+    if st.session_state.get("ppo_example"):
+        cases = [float(clipped_surrogate(r_, a_, 0.2)) for a_, r_ in EX.INPUTS["cases"]]
+        example_note("ppo_example", EX, cases)
+        st.caption("The three reference cases: " + "; ".join(f"A={a_:+g}, ρ={r_:g} → {c:g} (unclipped {r_ * a_:g})" for (a_, r_), c in zip(EX.INPUTS["cases"], cases)))
+    grid = torch.linspace(0, 2.5, 251, dtype=torch.float64)
+    clipped = clipped_surrogate(grid, A, eps, eps_high)
+    fig = figure(f"Objective against the ratio, A = {A:+g}", "ratio ρ  [dimensionless]", "objective  [advantage units]")
+    fig.add_vrect(x0=1 - eps, x1=1 + eps_high, fillcolor="lightgreen", opacity=0.2, line_width=0, annotation_text="trust band")
+    flat = (clipped - grid * A).abs() > 1e-12
+    if A != 0 and bool(flat.any()):
+        xs = grid[flat]
+        fig.add_vrect(x0=float(xs.min()), x1=float(xs.max()), fillcolor="gray", opacity=0.15, line_width=0, annotation_text="flat: clipped",
+                      annotation_position="bottom left")
+    fig.add_trace(go.Scatter(x=grid.tolist(), y=(grid * A).tolist(), name="unclipped ρA", line=dict(dash="dash")))
+    fig.add_trace(go.Scatter(x=grid.tolist(), y=clipped.tolist(), name="PPO min(ρA, clip(ρ)A)"))
+    for a_, r_ in EX.INPUTS["cases"]:
+        if (a_ > 0) == (A > 0) and abs(abs(a_) - abs(A)) < 1e-9:
+            fig.add_trace(go.Scatter(x=[r_], y=[float(clipped_surrogate(r_, a_, eps, eps_high))], mode="markers+text",
+                                     text=[f"ref case ρ={r_:g}"], textposition="top center", marker=dict(size=10, symbol="diamond"), name=f"reference case ρ={r_:g}"))
+    mark_point(fig, rho, val)
+    st.plotly_chart(fig, width="stretch", key="ppo_curve")
+
+st.subheader("KL-shaped reward (RLHF)")
+st.latex(r"R=r_\phi(x,y)-\beta\log\frac{\pi_\theta(y\mid x)}{\pi_{\mathrm{ref}}(y\mid x)}")
+c1, c2, c3 = st.columns(3)
+score = c1.number_input("reward-model score r_φ", -10.0, 10.0, step=0.1, key="kl_score")
+ratio = c2.number_input("π_θ(y|x) / π_ref(y|x)", 0.01, 100.0, step=0.1, key="kl_ratio")
+beta = c3.slider("β", 0.0, 1.0, step=0.01, key="kl_beta")
+with shows_errors():
+    # the ratio of probabilities: represent it as log π − log π_ref with π_ref chosen so both are probabilities
+    ref_p = min(1.0, 1.0 / ratio) * 0.5
+    shaped = float(kl_shaped_reward(score, math.log(ref_p * ratio), math.log(ref_p), beta))
+    st.metric("shaped reward", f"{shaped:.4f}")
+    example_note("kl_example", EXR, [shaped])
+    betas = torch.linspace(0.01, 1.0, 100)
+    ys = [float(kl_shaped_reward(score, math.log(ref_p * ratio), math.log(ref_p), float(b))) for b in betas]
+    fig = figure("Shaped reward against β", "β", "shaped reward  [reward units]", height=300)
+    fig.add_trace(go.Scatter(x=betas.tolist(), y=ys, name="R(β)"))
+    mark_point(fig, beta, shaped)
+    st.plotly_chart(fig, width="stretch", key="kl_curve")

@@ -1,0 +1,108 @@
+"""Preferences and reward models [ftip-002J … ftip-002V]."""
+
+import math
+
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from lab.preference import Comparison, bradley_terry_probability, find_preference_cycle, fit_bradley_terry, reward_model_loss, to_observations
+from labui import example_button, example_note, figure, header, mark_point, shows_errors
+from worked_examples import bradley_terry as EX
+from worked_examples import preference_cycle as EXC
+
+header(
+    "Preferences and reward models",
+    "ftip-002K, ftip-002Q, ftip-002R, ftip-002S, ftip-002T, ftip-002V",
+    "Bradley & Terry 1952, eq. 1; Ouyang et al. 2022, §3.5, eq. 1",
+    "A judge picks one of two responses. The Bradley–Terry model explains such choices with one score per "
+    "response: the win probability depends only on the **difference** of scores, so a common offset is "
+    "invisible (scores are identified only up to a constant). A reward model is trained by maximising that "
+    "probability on the observed choices.",
+)
+st.latex(r"\Pr(y^+\succ y^-)=\sigma\big(r(y^+)-r(y^-)\big),\qquad L_{\mathrm{rm}}=-\,\mathbb E\log\sigma\big(r(y^+)-r(y^-)\big)")
+
+for k, v in {"pref_rc": 2.0, "pref_rr": 0.5, "pref_offset": 0.0,
+             "pref_table": "A > B\nB > C\nA > C\nA > B\nB = C\nC ? A", "pref_ties": "drop", "pref_abst": "drop", "pref_l2": 0.1}.items():
+    st.session_state.setdefault(k, v)
+
+b1, b2 = st.columns(2)
+with b1:
+    example_button("Load worked example ftip-002T (scores 2 and 0.5)", {"pref_rc": 2.0, "pref_rr": 0.5, "pref_offset": 0.0}, "pref_example")
+with b2:
+    example_button("Load worked example ftip-002V (a cycle)", {"pref_table": "A > B\nB > C\nC > A", "pref_l2": 0.0}, "pref_cycle_example")
+
+st.subheader("Two scores → one probability")
+c1, c2, c3 = st.columns(3)
+rc = c1.number_input("score r(y⁺)", -10.0, 10.0, step=0.1, key="pref_rc")
+rr = c2.number_input("score r(y⁻)", -10.0, 10.0, step=0.1, key="pref_rr")
+off = c3.slider("common offset c added to both", -5.0, 5.0, step=0.5, key="pref_offset")
+p = float(bradley_terry_probability(rc + off, rr + off))
+q = float(bradley_terry_probability(rr + off, rc + off))
+m1, m2, m3 = st.columns(3)
+m1.metric("P(y⁺ ≻ y⁻)", f"{p:.4f}")
+m2.metric("P(y⁻ ≻ y⁺)", f"{q:.4f}")
+m3.metric("reward-model loss −log σ(Δ)", f"{float(reward_model_loss([rc + off], [rr + off])):.4f}")
+example_note("pref_example", EX, [p, q])
+d = torch.linspace(-8, 8, 161)
+fig = figure("Bradley–Terry link: probability against score difference", "Δ = r(y⁺) − r(y⁻)  [score units]", "P(y⁺ ≻ y⁻)")
+fig.add_trace(go.Scatter(x=d.tolist(), y=torch.sigmoid(d).tolist(), name="σ(Δ)"))
+mark_point(fig, rc - rr, p)
+st.plotly_chart(fig, width="stretch", key="pref_sigmoid")
+st.caption(f"Scores shown to the model: {rc + off:.2f} and {rr + off:.2f}. Move the offset: the scores change, the probability does not.")
+
+st.subheader("A comparison table → fitted scores")
+st.markdown("One comparison per line: `A > B` (A chosen), `A = B` (tie), `A ? B` (abstain), `A ! B` (invalid record).")
+c1, c2 = st.columns([2, 1])
+table = c1.text_area("comparisons", key="pref_table", height=160)
+ties = c2.selectbox("tie policy", ["raise", "drop", "split"], key="pref_ties")
+abst = c2.selectbox("abstention policy", ["raise", "drop"], key="pref_abst")
+l2 = c2.number_input("l2 prior strength (0 = pure maximum likelihood)", 0.0, 10.0, step=0.05, key="pref_l2")
+
+with shows_errors():
+    comps = []
+    for n, line in enumerate(table.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        for sym, outcome in ((">", "a"), ("=", "tie"), ("?", "abstain"), ("!", "invalid")):
+            if sym in line:
+                a, b = (s.strip() for s in line.split(sym, 1))
+                if not a or not b:
+                    raise ValueError(f"comparisons line {n}: need an item on each side of {sym!r}")
+                comps.append(Comparison("x", a, b, "judge", outcome))
+                break
+        else:
+            raise ValueError(f"comparisons line {n}: expected 'A > B', 'A = B', 'A ? B' or 'A ! B'; got {line!r}")
+    cycle = find_preference_cycle(comps)
+    if cycle:
+        st.warning(f"Preference cycle: {' ≻ '.join(map(str, cycle))} ≻ {cycle[0]}. No scalar score orders all of these strictly.")
+    else:
+        st.info("No strict majority cycle: a scalar order can respect every majority preference.")
+    obs = to_observations(comps, ties=ties, abstentions=abst, invalid="drop")
+    scores = fit_bradley_terry(obs, l2=l2)
+    items = list(scores)
+    loss = reward_model_loss([scores[o.chosen] for o in obs], [scores[o.rejected] for o in obs])
+    st.metric("reward-model loss of the fitted scores on these observations", f"{float(loss):.4f}")
+    g1, g2 = st.columns(2)
+    fig = figure("Fitted Bradley–Terry scores (mean fixed at 0)", "item", "score")
+    fig.add_trace(go.Bar(x=items, y=[scores[i] for i in items], text=[f"{scores[i]:.2f}" for i in items]))
+    g1.plotly_chart(fig, width="stretch", key="pref_scores")
+    # preference graph: items on a circle, an arrow from winner to loser for each majority edge
+    pos = {it: (math.cos(2 * math.pi * k / len(items)), math.sin(2 * math.pi * k / len(items))) for k, it in enumerate(items)}
+    gfig = figure("Preference graph (arrow: majority winner → loser)", "", "", height=340)
+    gfig.add_trace(go.Scatter(x=[pos[i][0] for i in items], y=[pos[i][1] for i in items], mode="markers+text", text=items,
+                              textposition="top center", marker=dict(size=26, color="#1f77b4"), name="items"))
+    net = {}
+    for o in obs:
+        net[(o.chosen, o.rejected)] = net.get((o.chosen, o.rejected), 0) + o.weight
+    on_cycle = set(zip(cycle, cycle[1:] + cycle[:1])) if cycle else set()
+    for (a, b), w in net.items():
+        if w > net.get((b, a), 0):
+            gfig.add_annotation(x=pos[b][0], y=pos[b][1], ax=pos[a][0], ay=pos[a][1], xref="x", yref="y", axref="x", ayref="y",
+                                showarrow=True, arrowhead=3, arrowwidth=2, standoff=14, startstandoff=14,
+                                arrowcolor="crimson" if (a, b) in on_cycle else "gray")
+    gfig.update_xaxes(visible=False, range=[-1.6, 1.6])
+    gfig.update_yaxes(visible=False, range=[-1.4, 1.5])
+    g2.plotly_chart(gfig, width="stretch", key="pref_graph")
+    example_note("pref_cycle_example", EXC, [len(cycle) if cycle else 0])
