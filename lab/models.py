@@ -48,6 +48,7 @@ def tiny_gpt2(vocab_size: int, n_layer: int = 2, n_head: int = 4, n_embd: int = 
     cfg = GPT2Config(
         vocab_size=vocab_size, n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        activation_function="gelu_pytorch_tanh",  # GPT-2's tanh GELU, computed by torch's fused kernel
         pad_token_id=pad_token_id, eos_token_id=eos_token_id, bos_token_id=bos_token_id,
     )
     with torch.random.fork_rng(devices=[]):
