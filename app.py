@@ -9,6 +9,7 @@ import torch
 torch.set_num_threads(1)  # tiny tensors: one thread is faster and keeps the page responsive
 
 st.set_page_config(page_title="Post-Training Lab", page_icon="🧪", layout="wide")
+st.session_state["_lab_app_ran"] = True  # pages check this: see labui.route_through_app
 
 PAGES = {
     "Start": [st.Page("pages/home.py", title="Home", icon="🏠", default=True)],
@@ -27,6 +28,7 @@ PAGES = {
         st.Page("pages/feedback.py", title="Outcome vs process feedback", icon="🪜"),
     ],
     "Agents and replay": [st.Page("pages/agentic.py", title="Agentic training and replay", icon="🤖")],
+    "Train a model": [st.Page("pages/smallrun.py", title="Small runs", icon="🏋️")],
 }
 
 st.navigation(PAGES).run()

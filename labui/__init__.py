@@ -71,3 +71,26 @@ def figure(title: str, x_title: str, y_title: str, height: int = 340) -> go.Figu
 
 def mark_point(fig: go.Figure, x: float, y: float, name: str = "current", color: str = "crimson") -> None:
     fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=name, marker=dict(size=12, color=color, symbol="circle")))
+
+
+def route_through_app(page_file: str) -> None:
+    """Make a deep link work on a freshly started server.
+
+    Until some session has called ``st.navigation``, Streamlit's legacy router serves ``/name`` by running
+    ``pages/name.py`` directly, without ``app.py`` and its navigation. A page that finds itself run that way
+    runs ``app.py`` instead (which routes back to this page through ``st.navigation``) and stops. Under
+    ``AppTest.from_file(page)`` the page is itself the main script, so nothing happens.
+    """
+    import runpy
+    from pathlib import Path
+
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or st.session_state.get("_lab_app_ran"):
+        return
+    main = Path(ctx.pages_manager.main_script_path).resolve()
+    if main == Path(page_file).resolve() or main.name != "app.py":
+        return
+    runpy.run_path(str(main), run_name="__main__")
+    st.stop()

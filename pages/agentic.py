@@ -11,10 +11,12 @@ import torch
 
 from lab.agentic import Action, ActionSerializer, AgenticState, Ledger, RoundSpec, Sandbox, ScriptedPolicy, TEST_SOLUTION, agentic_run, code_agent_script, code_agent_trace, react_episode
 from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annotate
-from labui import example_button, example_note, figure, header, shows_errors
+from labui import example_button, example_note, figure, header, route_through_app, shows_errors
 from worked_examples import code_agent_trace as EXT
 from worked_examples import dgg_gate as EXD
 from worked_examples import replay_annotation as EXR
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "Agentic training and replay",

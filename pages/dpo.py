@@ -7,9 +7,11 @@ import streamlit as st
 import torch
 
 from lab.dpo import dpo_gradient_weight, dpo_loss, preference_probability
-from labui import example_button, example_note, figure, header, mark_point, shows_errors
+from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import dpo_log_ratio as EX
 from worked_examples import dpo_relative as EXR
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "Direct Preference Optimization",

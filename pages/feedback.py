@@ -6,8 +6,10 @@ import torch
 
 from lab.feedback import EXAMPLE_STEPS, is_online_measurable, label_trace
 from lab.grpo import group_advantages, process_advantages
-from labui import example_button, example_note, figure, header, shows_errors
+from labui import example_button, example_note, figure, header, route_through_app, shows_errors
 from worked_examples import process_labels as EX
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "Outcome vs process feedback",

@@ -3,6 +3,9 @@
 import streamlit as st
 
 import worked_examples
+from labui import route_through_app
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 st.title("Post-Training Lab")
 st.markdown(
@@ -24,6 +27,9 @@ has a button that loads the reference's worked example and puts the stated value
 | GRPO and RLVR | group rewards, std divisor, ε, scale, zero-std policy, ratios, lengths | `lab.grpo` | ftip-004B … 004N |
 | Outcome vs process feedback | the steps of two traces, label timing | `lab.feedback`, `lab.grpo` | ftip-003W … 0041 |
 | Agentic training and replay | actions, sandbox runs, rounds, replay, gradient gate | `lab.agentic`, `lab.replay` | ftip-004P … 006B |
+| Small runs | train a tiny GPT-2 with SFT, DPO or GRPO live; stop, resume, compare | `lab.smallrun` | ftip-006Q |
+
+**Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, DPO, GRPO; `--help` lists the knobs).
 
 **From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference.
 """

@@ -8,7 +8,9 @@ import torch
 
 from lab.dpo import log_partition, optimal_policy, reward_from_policy
 from lab.kl import entropy, kl_divergence
-from labui import example_button, figure, header, mark_point, parse_floats, shows_errors
+from labui import example_button, figure, header, mark_point, parse_floats, route_through_app, shows_errors
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "KL and the optimal policy",

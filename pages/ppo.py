@@ -7,9 +7,11 @@ import streamlit as st
 import torch
 
 from lab.ppo import clipped_surrogate, kl_shaped_reward
-from labui import example_button, example_note, figure, header, mark_point, shows_errors
+from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import ppo_clip as EX
 from worked_examples import rlhf_shaped_reward as EXR
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "PPO clipping and the KL-shaped reward",

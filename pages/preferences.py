@@ -7,9 +7,11 @@ import streamlit as st
 import torch
 
 from lab.preference import Comparison, bradley_terry_probability, find_preference_cycle, fit_bradley_terry, reward_model_loss, to_observations
-from labui import example_button, example_note, figure, header, mark_point, shows_errors
+from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import bradley_terry as EX
 from worked_examples import preference_cycle as EXC
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "Preferences and reward models",

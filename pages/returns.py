@@ -5,8 +5,10 @@ import streamlit as st
 import torch
 
 from lab.rl import discounted_returns, gae, td_residuals
-from labui import example_button, example_note, figure, header, mark_point, parse_floats, shows_errors
+from labui import example_button, example_note, figure, header, mark_point, parse_floats, route_through_app, shows_errors
 from worked_examples import return_advantage as EX
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "Returns, values and generalized advantage estimation",

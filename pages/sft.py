@@ -8,8 +8,10 @@ import torch
 
 from lab.sft import loss_mask, sft_loss
 from labui.demo_data import SFT_EXAMPLE_1, SFT_EXAMPLE_2, SFT_P1, SFT_P2
-from labui import example_button, example_note, figure, header, parse_floats, shows_errors
+from labui import example_button, example_note, figure, header, parse_floats, route_through_app, shows_errors
 from worked_examples import sft_response_only as EX
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 header(
     "Supervised fine-tuning and loss masks",

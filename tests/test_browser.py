@@ -18,7 +18,9 @@ from urllib.request import urlopen
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["", "sft", "preferences", "returns", "ppo", "kl_optimal", "dpo", "grpo", "feedback", "agentic"]
+# "dpo" first: the first request to a fresh server is a deep link, which must still get app.py's navigation
+PAGES = ["dpo", "", "sft", "preferences", "returns", "ppo", "kl_optimal", "grpo", "feedback", "agentic", "smallrun"]
+RUNS_DIR: Path | None = None  # where the served app keeps its runs (a temporary folder)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 
@@ -35,17 +37,20 @@ def _require_browser():
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     _require_browser()
+    runs = tmp_path_factory.mktemp("runs")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1", "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "LAB_RUNS_DIR": str(runs)},
     )
     url = f"http://127.0.0.1:{port}"
+    global RUNS_DIR
+    RUNS_DIR = runs
     for _ in range(120):
         try:
             if urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
@@ -100,6 +105,8 @@ def test_page_renders_in_chromium(browser, server, page, tmp_path):
     _wait_rendered(browser)
     src = browser.page_source
     assert "Traceback" not in src
+    nav = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
+    assert "SFT and loss masks" in nav and "Small runs" in nav, f"grouped navigation missing: {nav[:200]!r}"
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     png = browser.get_screenshot_as_png()
     out = Path(os.environ.get("LAB_SCREENSHOTS", tmp_path))
@@ -110,5 +117,66 @@ def test_page_renders_in_chromium(browser, server, page, tmp_path):
     assert hi - lo > 50, "screenshot is blank"
     colours = len(set(img.resize((200, 260)).getdata()))
     assert colours > 20, f"screenshot has too little content ({colours} grey levels)"
-    if page:  # a formula page draws at least one plotly chart
+    if page and page != "smallrun":  # a formula page draws at least one plotly chart (smallrun draws once a run starts)
         assert browser.find_elements(By.CSS_SELECTOR, ".js-plotly-plot, .stPlotlyChart, [data-testid='stPlotlyChart']")
+
+
+def _loss_points(drv) -> int:
+    return drv.execute_script("""
+        for (const d of document.querySelectorAll('.js-plotly-plot')) {
+            const t = String((d.layout && d.layout.title && (d.layout.title.text || d.layout.title)) || '').replace(/<[^>]*>/g, '');
+            // plotly decodes the (base64, typed-array) figure data into _fullData
+            const full = d._fullData && d._fullData[0];
+            if (t === 'loss' && full && full.x) return full.x.length;
+        }
+        return 0;""")
+
+
+def test_smallrun_start_chart_grows_stop(browser, server):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/smallrun")
+    _wait_rendered(browser)
+    buttons = {b.text.strip(): b for b in browser.find_elements(By.CSS_SELECTOR, "button")}
+    start = next(b for t, b in buttons.items() if "Start" in t)
+    start.click()
+    end, first = time.time() + 120, 0
+    while time.time() < end and not first:
+        time.sleep(1.0)
+        first = _loss_points(browser)
+    assert first > 0, "the loss chart never appeared"
+    end, later = time.time() + 60, first
+    while time.time() < end and later <= first:
+        time.sleep(1.0)
+        later = _loss_points(browser)
+    assert later > first, "the loss chart did not gain points"
+    stop = next(b for b in browser.find_elements(By.CSS_SELECTOR, "button") if "Stop" in b.text)
+    stop.click()
+    end = time.time() + 60
+    while time.time() < end and "state: stopped" not in browser.find_element(By.TAG_NAME, "body").text:
+        time.sleep(0.5)
+    assert "state: stopped" in browser.find_element(By.TAG_NAME, "body").text
+    assert list(Path(RUNS_DIR).glob("*/checkpoints/step-*")), "Stop left no checkpoint"
+    assert "Traceback" not in browser.page_source
+    out = Path(os.environ.get("LAB_SCREENSHOTS", "/tmp"))
+    if os.environ.get("LAB_SCREENSHOTS"):
+        (out / "smallrun-live.png").write_bytes(browser.get_screenshot_as_png())
+
+
+def test_smallrun_bad_upload_is_refused(browser, server, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "rev ab=", "answer": "ba"}\n{"prompt": 3}\nnope\n')
+    browser.get(f"{server}/smallrun")
+    _wait_rendered(browser)
+    browser.find_element(By.XPATH, "//*[contains(text(), 'More: base stage')]").click()
+    time.sleep(0.5)
+    browser.find_element(By.CSS_SELECTOR, "input[type=file]").send_keys(str(bad))
+    end = time.time() + 30
+    while time.time() < end and "bad line" not in browser.find_element(By.TAG_NAME, "body").text:
+        time.sleep(0.5)
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "bad line" in body and "line 2" in body and "line 3" in body
+    start = next(b for b in browser.find_elements(By.CSS_SELECTOR, "button") if "Start" in b.text)
+    assert not start.is_enabled()

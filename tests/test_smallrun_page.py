@@ -1,0 +1,77 @@
+"""The small-run page under AppTest: start a tiny run, watch it finish, stop and resume, bad data refused."""
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "smallrun.py")
+
+
+@pytest.fixture
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path / "runs"))
+    app = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not app.exception, [e.value for e in app.exception]
+    app.selectbox(key="sr_algo").select("sft").run()
+    app.number_input(key="sr_eval_size").set_value(10).run()
+    app.number_input(key="sr_eval_every").set_value(5).run()
+    app.selectbox(key="sr_size").select("tiny").run()
+    return app
+
+
+def wait_for(app, cond, timeout=120):
+    end = time.time() + timeout
+    while time.time() < end:
+        app.run()
+        assert not app.exception, [e.value for e in app.exception]
+        if cond(app):
+            return
+        time.sleep(0.5)
+    raise AssertionError("condition not reached; markdown: " + " | ".join(m.value for m in app.markdown)[-1500:])
+
+
+def state(app) -> str:
+    for m in app.markdown:
+        if m.value.startswith("**Run**"):
+            return m.value
+    return ""
+
+
+def test_start_run_shows_metrics_and_chart(at, tmp_path):
+    at.number_input(key="sr_steps").set_value(12).run()
+    at.text_input(key="sr_name").input("t-start").run()
+    at.button(key="sr_start").click().run()
+    wait_for(at, lambda a: "state: **done**" in state(a))
+    assert any("Finished" in s.value for s in at.success)
+    assert len(at.get("plotly_chart")) >= 2  # loss and held-out accuracy at least
+    run = tmp_path / "runs" / "t-start"
+    assert (run / "final" / "model.safetensors").exists() and (run / "ledger.jsonl").exists()
+    # the earlier-runs section reads the ledger and offers the CSV
+    at.run()
+    assert at.selectbox(key="sr_cmp_a").options == ["t-start"]
+
+
+def test_stop_leaves_checkpoint_and_resume_finishes(at, tmp_path):
+    at.number_input(key="sr_steps").set_value(400).run()
+    at.text_input(key="sr_name").input("t-stop").run()
+    at.button(key="sr_start").click().run()
+    wait_for(at, lambda a: "step " in " ".join(p.value.get("text", "") if isinstance(p.value, dict) else str(p.proto.text) for p in a.get("progress")) and "state: **running**" in state(a))
+    at.button(key="sr_stop").click().run()
+    wait_for(at, lambda a: "state: **stopped**" in state(a))
+    ckpts = sorted((tmp_path / "runs" / "t-stop" / "checkpoints").glob("step-*"))
+    assert ckpts, "Stop must leave a resumable checkpoint"
+    stopped_at = int(ckpts[-1].name.split("-")[1])
+    assert 0 < stopped_at < 400
+    at.button(key="sr_resume").click().run()
+    wait_for(at, lambda a: "state: **done**" in state(a), timeout=240)
+    assert (tmp_path / "runs" / "t-stop" / "final").exists()
+
+
+def test_bad_data_lists_lines_and_trains_nothing(at, tmp_path):
+    at.text_area(key="sr_paste").input('{"prompt": "rev ab=", "completion": "ba"}\nnot json\n{"prompt": "x"}\n').run()
+    assert any("line 2" in e.value and "line 3" in e.value for e in at.error)
+    assert at.button(key="sr_start").disabled  # a browser user cannot start a run on a bad file
+    at.text_input(key="sr_name").input("t-bad").run()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
