@@ -29,6 +29,8 @@ has a button that loads the reference's worked example and puts the stated value
 | Agentic training and replay | actions, sandbox runs, rounds, replay, gradient gate | `lab.agentic`, `lab.replay` | ftip-004P … 006B |
 | Small runs | train a tiny GPT-2 with SFT, DPO or GRPO live; stop, resume, compare | `lab.smallrun` | ftip-006Q |
 
+**Notebooks**: `.venv/bin/jupyter lab notebooks/` opens one notebook per chapter, built on the same library.
+
 **Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, DPO, GRPO; `--help` lists the knobs).
 
 **From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference.
