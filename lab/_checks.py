@@ -53,6 +53,13 @@ def check_log_probabilities(logp: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} must be <= 0 (log of a probability in (0, 1]); got {bad}")
 
 
+def as_logprobs(x: TensorLike, name: str) -> torch.Tensor:
+    """A tensor of log-probabilities (finite, <= 0), validated without touching its autograd graph."""
+    t = as_tensor(x, name)
+    check_log_probabilities(t.detach(), name)
+    return t
+
+
 def check_pmf(p: torch.Tensor, name: str, atol: float = 1e-6) -> None:
     """A probability vector along the last dimension: entries in [0, 1] summing to 1."""
     if p.dim() == 0:

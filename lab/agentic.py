@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 SANDBOX_VERSION = "lab-sandbox/1"
 SERIALIZER_VERSION = "lab-xml-action/1"

@@ -15,10 +15,10 @@ import torch.nn.functional as F
 
 from lab._checks import (
     TensorLike,
+    as_logprobs,
     as_tensor,
     broadcast_pair,
     check_finite,
-    check_log_probabilities,
     check_pmf,
     check_positive,
     check_probabilities,
@@ -68,9 +68,7 @@ def _logratio_margin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """ℓ(y⁺) and ℓ(y⁻), the reference-relative log likelihoods of Notation ftip-003M, (N,) each."""
     names = ("chosen_logps", "rejected_logps", "ref_chosen_logps", "ref_rejected_logps")
-    ts = [as_tensor(x, n) for x, n in zip((chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps), names)]
-    for t, n in zip(ts, names):
-        check_log_probabilities(t.detach(), n)
+    ts = [as_logprobs(x, n) for x, n in zip((chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps), names)]
     shape = ts[0].shape
     for t, n in zip(ts[1:], names[1:]):
         if t.shape != shape:

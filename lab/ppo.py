@@ -15,11 +15,11 @@ import torch
 
 from lab._checks import (
     TensorLike,
+    as_logprobs,
     as_mask,
     as_tensor,
     broadcast_pair,
     check_finite,
-    check_log_probabilities,
     check_nonnegative,
     check_open_unit,
     check_positive,
@@ -100,11 +100,7 @@ def ppo_objective(
     """
     c1 = check_nonnegative(c1, "c1")
     c2 = check_nonnegative(c2, "c2")
-    lp = as_tensor(logp, "logp")
-    olp = as_tensor(old_logp, "old_logp")
-    check_log_probabilities(lp.detach(), "logp")
-    check_log_probabilities(olp.detach(), "old_logp")
-    lp, olp = broadcast_pair(lp, olp, "logp", "old_logp")
+    lp, olp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(old_logp, "old_logp"), "logp", "old_logp")
     m = as_mask(mask, lp, "mask")
     ratio = likelihood_ratio(lp, olp)  # (B, T)
     adv = as_tensor(advantages, "advantages").detach()
@@ -153,11 +149,7 @@ def kl_shaped_reward(
     Both forms sum to the same total per sequence.
     """
     beta = check_positive(beta, "beta")
-    lp = as_tensor(logp, "logp")
-    rlp = as_tensor(ref_logp, "ref_logp")
-    check_log_probabilities(lp.detach(), "logp")
-    check_log_probabilities(rlp.detach(), "ref_logp")
-    lp, rlp = broadcast_pair(lp, rlp, "logp", "ref_logp")
+    lp, rlp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(ref_logp, "ref_logp"), "logp", "ref_logp")
     s = as_tensor(score, "score").to(lp.dtype)
     check_finite(s, "score")
     log_ratio = (lp - rlp).detach()

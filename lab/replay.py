@@ -16,8 +16,8 @@ import hashlib
 import json
 import math
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Sequence
 
 import torch
 

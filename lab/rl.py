@@ -14,12 +14,12 @@ import torch
 
 from lab._checks import (
     TensorLike,
+    as_logprobs,
     as_mask,
     as_tensor,
     broadcast_pair,
     check_closed_unit,
     check_finite,
-    check_log_probabilities,
     check_same_shape,
 )
 
@@ -96,11 +96,7 @@ def likelihood_ratio(logp: TensorLike, behavior_logp: TensorLike) -> torch.Tenso
     Both arguments are log-probabilities of the sampled actions (finite, <= 0); the behaviour
     log-probability is treated as a constant (no gradient flows into it).
     """
-    lp = as_tensor(logp, "logp")
-    blp = as_tensor(behavior_logp, "behavior_logp")
-    check_log_probabilities(lp.detach(), "logp")
-    check_log_probabilities(blp.detach(), "behavior_logp")
-    lp, blp = broadcast_pair(lp, blp, "logp", "behavior_logp")
+    lp, blp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(behavior_logp, "behavior_logp"), "logp", "behavior_logp")
     return torch.exp(lp - blp.detach())
 
 
@@ -111,8 +107,6 @@ def policy_gradient_surrogate(logp: TensorLike, advantages: TensorLike, mask: Te
     ``mask`` (..., T) selects the sampled decisions entering the empirical average (ftip-006Z).
     Advantages are held fixed: their gradient is cut, so the gradient is the score-function estimator.
     """
-    lp = as_tensor(logp, "logp")
-    check_log_probabilities(lp.detach(), "logp")
-    lp, adv = broadcast_pair(lp, as_tensor(advantages, "advantages"), "logp", "advantages")
+    lp, adv = broadcast_pair(as_logprobs(logp, "logp"), as_tensor(advantages, "advantages"), "logp", "advantages")
     m = as_mask(mask, lp, "mask")
     return (lp * adv.detach() * m).sum() / m.sum()

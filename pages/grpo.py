@@ -6,7 +6,7 @@ import torch
 
 from lab.grpo import dynamic_sampling, group_advantages, grpo_loss, overlong_penalty
 from lab.ppo import clipped_surrogate
-from labui import example_button, example_note, figure, header, mark_point, parse_floats, route_through_app, shows_errors
+from labui import example_button, example_note, figure, header, parse_floats, route_through_app, shows_errors
 from worked_examples import grpo_group_clip as EX
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app

@@ -1,7 +1,5 @@
 """SFT and loss masks [ftip-002A … ftip-002I]."""
 
-import math
-
 import plotly.graph_objects as go
 import streamlit as st
 import torch

@@ -1,7 +1,5 @@
 """Small runs: start, watch, stop, resume and compare SFT / DPO / GRPO runs of a tiny GPT-2."""
 
-import io
-import json
 import os
 import time
 from pathlib import Path

@@ -1,8 +1,4 @@
-import json
-import os
 import socket
-import threading
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings

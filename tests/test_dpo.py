@@ -83,3 +83,14 @@ def test_dpo_bad_input():
         reward_from_policy(0.5, 1.5, 1.0)
     with pytest.raises(ValueError, match="ref_probs"):
         optimal_policy([0.5, 0.6], [0.0, 0.0], 1.0)
+
+
+def test_preference_probability_and_partition_bad_input():
+    with pytest.raises(ValueError, match="ref_rejected_logps"):
+        preference_probability(-1.0, -1.0, -1.0, 0.2, beta=1.0)
+    with pytest.raises(ValueError, match="beta"):
+        preference_probability(-1.0, -1.0, -1.0, -1.0, beta=-0.5)
+    with pytest.raises(ValueError, match="beta"):
+        log_partition([1.0], [0.0], beta=0.0)
+    with pytest.raises(ValueError, match="beta"):
+        dpo_gradient_weight(-1.0, -1.0, -1.0, -1.0, beta=0.0)

@@ -1,5 +1,3 @@
-import math
-
 import pytest
 
 from lab.feedback import OUTCOME, OutcomeLabel, ProcessLabel, check_arithmetic_step, is_online_measurable, label_trace

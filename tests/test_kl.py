@@ -66,3 +66,10 @@ def test_k3_stable_near_zero_and_unbiased():
 def test_entropy_from_logits():
     logits = torch.randn(3, 7)
     assert torch.allclose(entropy_from_logits(logits), entropy(torch.softmax(logits, -1).double()).float(), atol=1e-5)
+
+
+def test_entropy_bad_input():
+    with pytest.raises(ValueError, match="p must sum"):
+        entropy([0.5, 0.6])
+    with pytest.raises(ValueError, match="p must be a probability vector"):
+        entropy(0.5)

@@ -74,3 +74,10 @@ def test_rl_bad_input():
         advantage_from_baseline([1.0, 2.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="rewards"):
         discounted_returns([], 0.5)
+
+
+def test_td_residuals_bad_input():
+    with pytest.raises(ValueError, match="gamma"):
+        td_residuals([1.0], [0.0], gamma=2.0)
+    with pytest.raises(ValueError, match="values"):
+        td_residuals([1.0], [float("inf")], gamma=0.5)

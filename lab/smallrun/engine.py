@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
-import os
 import platform
 import random
 import shutil
@@ -26,7 +24,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import torch
-import torch.nn.functional as F
 
 from lab.agentic import Ledger
 from lab.dpo import dpo_loss, dpo_metrics

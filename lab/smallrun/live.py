@@ -7,7 +7,6 @@ with a resumable checkpoint. A process-wide registry keeps runs alive across pag
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import traceback
