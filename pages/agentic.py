@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from lab._checks import check_probabilities
 from lab.agentic import Action, ActionSerializer, AgenticState, Ledger, RoundSpec, Sandbox, ScriptedPolicy, TEST_SOLUTION, agentic_run, code_agent_script, code_agent_trace, react_episode
 from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annotate
 from labui import example_button, example_note, figure, header, route_through_app, shows_errors
@@ -93,8 +94,8 @@ pc = c2.number_input("current probability", 0.0, 1.0, step=0.05, key="ag_pc")
 age = c3.number_input("updates since collection (age)", 0, 100, key="ag_age")
 uses = c4.number_input("prior uses", 0, 100, key="ag_uses")
 with shows_errors():
-    if not (0 < pb <= 1 and 0 < pc <= 1):
-        raise ValueError(f"probabilities must lie in (0, 1] because their log is taken; got {pb} and {pc}")
+    check_probabilities(torch.tensor([pb]), "behaviour probability")
+    check_probabilities(torch.tensor([pc]), "current probability")
     rec = RolloutRecord("r-1", "q", "stamp-behaviour", ("action",), (math.log(pb),), ("evidence",), collected_at=0)
     before = dataclasses.replace(rec)
     a = annotate(rec, CurrentPolicy("stamp-current", lambda r: [math.log(pc)]), update_index=int(age), prior_uses=int(uses))

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from lab._checks import check_probabilities
 from lab.dpo import dpo_gradient_weight, dpo_loss, preference_probability
 from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import dpo_log_ratio as EX
@@ -37,8 +38,7 @@ beta = c3.slider("β", 0.0, 2.0, step=0.05, key="dpo_beta")
 
 with shows_errors():
     for val, name in ((pc, "π_θ(y⁺|x)"), (rc, "π_ref(y⁺|x)"), (pr, "π_θ(y⁻|x)"), (rr, "π_ref(y⁻|x)")):
-        if not 0 < val <= 1:
-            raise ValueError(f"{name} must lie in (0, 1] because its log is taken; got {val}")
+        check_probabilities(torch.tensor([val]), name)
     lp = [math.log(pc), math.log(pr), math.log(rc), math.log(rr)]
     losses, cr, rj = dpo_loss(*lp, beta=beta)
     z = float(cr - rj)

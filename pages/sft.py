@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from lab._checks import check_probabilities
 from lab.sft import loss_mask, sft_loss
 from labui.demo_data import SFT_EXAMPLE_1, SFT_EXAMPLE_2, SFT_P1, SFT_P2
 from labui import example_button, example_note, figure, header, parse_floats, route_through_app, shows_errors
@@ -49,8 +50,7 @@ with shows_errors():
     logp = torch.zeros(len(examples), T, dtype=torch.float64)
     for i, p in enumerate(probs):
         pt = torch.tensor(p, dtype=torch.float64)
-        if not bool(((pt > 0) & (pt <= 1)).all()):
-            raise ValueError(f"Example {i + 1} probabilities must lie in (0, 1] because their log is taken; got {p}")
+        check_probabilities(pt, f"Example {i + 1} probabilities")
         logp[i, : len(p)] = pt.log()
     losses = {n: float(sft_loss(logp, batch.loss_mask, n)) for n in ("token", "sequence", "sum")}
     computed = [losses["sum"], losses["token"]]

@@ -334,8 +334,9 @@ class SmallRun:
             texts = self.codec.decode(ids, mask)
             for j, e in enumerate(chunk):
                 cands = texts[j * k : (j + 1) * k]
-                good = [c for c in cands if ver.verify(e.prompt, c, answer=e.answer).decision]
-                bad = [c for c in cands if c and not ver.verify(e.prompt, c, answer=e.answer).decision]
+                dec = [ver.verify(e.prompt, c, answer=e.answer).decision for c in cands]
+                good = [c for c, d in zip(cands, dec) if d]
+                bad = [c for c, d in zip(cands, dec) if c and not d]
                 if good and bad:
                     pairs.append({"prompt": e.prompt, "chosen": good[0], "rejected": bad[0]})
         return pairs
