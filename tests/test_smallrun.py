@@ -158,3 +158,20 @@ def test_fast_decoder_matches_hf_forward():
     pids, pattn = codec.left_pad(prompts)
     lp2 = completion_logps(model, pids, pattn, comp, mask)
     assert torch.allclose(lp * mask, lp2 * mask, atol=1e-5)
+
+
+def test_background_run_finishes_with_no_page_attached(tmp_path):
+    """A closed browser tab: nothing reads the buffer; the run still completes with an intact ledger and checkpoint."""
+    from lab.agentic import Ledger
+    from lab.smallrun.live import get_run, start_run
+
+    out = tmp_path / "bg"
+    live = start_run(RunConfig(algorithm="sft", steps=15, batch_size=16, eval_every=100, eval_size=10, model_size="tiny"), out)
+    with pytest.raises(ValueError, match="already training"):
+        start_run(RunConfig(algorithm="sft", steps=15), out)
+    live.thread.join(timeout=120)
+    assert get_run(out) is live and live.state == "done" and live.error is None
+    recs, truncated = Ledger(out / "ledger.jsonl").read()
+    assert not truncated and recs[-1]["type"] == "summary"
+    model, _ = load_pretrained(out / "final")
+    assert sum(p.numel() for p in model.parameters()) > 0
