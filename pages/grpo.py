@@ -92,8 +92,7 @@ with shows_errors():
     fig.add_trace(go.Heatmap(z=credit.tolist(), x=list(range(T)), y=[f"resp {i + 1} (L={n})" for i, n in enumerate(lens)],
                              colorscale="RdBu", zmid=0, colorbar=dict(title="Â")))
     st.plotly_chart(fig, width="stretch", key="grpo_strip")
-    ratios_b = ratios.unsqueeze(-1).expand(g, T) if ratio_s else torch.ones(g, T)
-    logps = torch.full((g, T), -1.0, dtype=torch.float64) + ratios_b.log()
+    logps = torch.full((g, T), -1.0, dtype=torch.float64) + ratios.log().unsqueeze(-1)  # (g, T): ratio ρᵢ on every token
     old = torch.full((g, T), -1.0, dtype=torch.float64)
     cols = st.columns(4)
     for col, lt in zip(cols, ["grpo", "bnpo", "dr_grpo", "dapo"]):

@@ -27,7 +27,7 @@ import torch
 
 from lab.agentic import Ledger
 from lab.dpo import dpo_loss, dpo_metrics
-from lab.grpo import group_advantages, grpo_loss
+from lab.grpo import group_advantages, group_stats, grpo_loss
 from lab.kl import entropy_from_logits
 from lab.models import char_tokenizer, load_pretrained, tiny_gpt2
 from lab.replay import PolicyStamp
@@ -270,6 +270,7 @@ class SmallRun:
         self.codec = Codec(self.tokenizer, self.device)
         need_ref = self.cfg.algorithm == "dpo" or (self.cfg.algorithm == "grpo" and self.cfg.kl_beta > 0)
         self.ref = None
+        self._heldout_ref_logps = None
         if need_ref:  # frozen copy of the starting policy
             self.ref = load_pretrained(src)[0].to(self.device) if src else None
             for p in self.ref.parameters():
@@ -397,13 +398,13 @@ class SmallRun:
     def grpo_step(self, step: int) -> dict:
         cfg = self.cfg
         examples = self._grpo_prompts(step)
-        prompts = [e.prompt for e in examples for _ in range(cfg.group_size)]  # group members contiguous
+        members = [e for e in examples for _ in range(cfg.group_size)]  # group members contiguous
+        prompts = [e.prompt for e in members]
         g = torch.Generator().manual_seed(step_seed(cfg.seed, step, "grpo-sample"))
         comp, cmask, old_lp = sample(self.model, self.codec, prompts, cfg.max_new_tokens, cfg.temperature, g)
         texts = self.codec.decode(comp, cmask)
         ver = self.task.verifier()
-        rewards = torch.tensor([float(ver.verify(p, t, answer=e.answer).decision)
-                                for p, t, e in zip(prompts, texts, (e for e in examples for _ in range(cfg.group_size)))])
+        rewards = torch.tensor([float(ver.verify(e.prompt, t, answer=e.answer).decision) for e, t in zip(members, texts)])
         adv = group_advantages(rewards, cfg.group_size, scale=cfg.scale).to(self.device)  # (N,)
         pids, pattn = self.codec.left_pad(prompts)
         mask = cmask.float()
@@ -419,16 +420,16 @@ class SmallRun:
             loss, m = grpo_loss(lp, old, adv, mask, ref_logps=ref_lp, beta=cfg.kl_beta, epsilon=cfg.epsilon,
                                 epsilon_high=cfg.epsilon_high, loss_type=cfg.loss_type, max_completion_length=cfg.max_new_tokens)
             self._optimize(loss)
-        grouped = rewards.view(-1, cfg.group_size)
+        _, group_std = group_stats(rewards, cfg.group_size)  # (G,)
         self._last_samples = {"type": "samples", "step": step, "prompt": examples[0].prompt, "answer": examples[0].answer,
                               "completions": texts[: cfg.group_size], "rewards": rewards[: cfg.group_size].tolist(),
                               "advantages": adv[: cfg.group_size].tolist(),
                               "tokens": [[self.tokenizer.decode([t]) for t, k in zip(row, mk) if k] for row, mk in
                                          zip(comp[: cfg.group_size].tolist(), cmask[: cfg.group_size].tolist())]}
-        return {"loss": float(loss), "reward": float(rewards.mean()), "reward_std": float(grouped.std(-1).mean()),
-                "frac_reward_zero_std": float((grouped.std(-1) == 0).float().mean()),
+        return {"loss": float(loss), "reward": float(rewards.mean()), "reward_std": float(group_std.mean()),
+                "frac_reward_zero_std": float((group_std == 0).float().mean()),
                 "entropy": float((ent * mask).sum() / mask.sum()), "completions/mean_length": float(mask.sum(-1).mean()),
-                **{k: v for k, v in m.items()}}
+                **m}
 
     # -- shared pieces -------------------------------------------------------------------------------
 
@@ -454,7 +455,9 @@ class SmallRun:
         if self.cfg.algorithm == "dpo" and self.heldout_pairs:
             self.model.eval()
             c, r = self._pair_logps(self.model, self.heldout_pairs)
-            rc, rr = self._pair_logps(self.ref, self.heldout_pairs)
+            if self._heldout_ref_logps is None:  # the reference is frozen: its log-probs are computed once
+                self._heldout_ref_logps = self._pair_logps(self.ref, self.heldout_pairs)
+            rc, rr = self._heldout_ref_logps
             margin = self.cfg.beta * ((c - rc) - (r - rr))
             out["eval/preference_accuracy"] = float((c > r).float().mean())  # does the policy rank the correct answer higher?
             out["eval/rewards/margins"] = float(margin.mean())
