@@ -79,6 +79,11 @@ class BestOfNCurve:
     proxy: list[float]  # expected proxy score of the pick
     gold: list[float]  # expected gold score of the pick
 
+    @property
+    def d(self) -> list[float]:
+        """√KL of each N (analytic), Gao et al.'s horizontal axis."""
+        return [math.sqrt(k) for k in self.kl]
+
 
 def best_of_n_curve(proxy: TensorLike, gold: TensorLike, ns: Sequence[int]) -> BestOfNCurve:
     """Best-of-N selection with a proxy and a gold score [overview, "Proxy optimization …", [44]].
@@ -169,6 +174,12 @@ class OveroptimizationCurve:
     def peak_index(self) -> int:
         return max(range(len(self.gold)), key=self.gold.__getitem__)
 
+    def gao_fit(self, form: "GaoForm" = "rl") -> tuple[float, float, list[float]]:
+        """Fit Gao et al.'s form to the gold gain over the first point; returns (α, β, fitted gold scores)."""
+        base = self.gold[0]
+        alpha, beta = fit_gao(self.d, [g - base for g in self.gold], form)
+        return alpha, beta, [base + v for v in gao_gold_score(self.d, alpha, beta, form).tolist()]
+
 
 def synthetic_proxy(gold: TensorLike, feature: TensorLike, bias: float, noise: TensorLike | None = None) -> torch.Tensor:
     """A proxy = gold + bias · feature (+ noise): a scorer with *structured* error, e.g. one that also
@@ -257,6 +268,11 @@ class SyntheticExperiment:
     gold: torch.Tensor  # (M,) quality − harm · feature
     curve: OveroptimizationCurve
 
+    def at(self, strength: float) -> OveroptimizationCurve:
+        """The same world optimized at one strength 1/β (a one-point curve)."""
+        init = torch.full_like(self.proxy, 1.0 / self.proxy.numel())
+        return overoptimization_curve(init, self.proxy, self.gold, [strength])
+
 
 def synthetic_experiment(
     n_responses: int = 2000,
@@ -290,3 +306,16 @@ def synthetic_experiment(
     prox = synthetic_proxy(q, f, float(bias))
     init = torch.full((n,), 1.0 / n, dtype=torch.float64)
     return SyntheticExperiment(q, f, prox, gold, overoptimization_curve(init, prox, gold, strengths))
+
+
+def paired_length_drift(scores: TensorLike, feature: TensorLike) -> LengthDrift:
+    """:func:`length_drift` over disjoint pairs (response i against response i + M/2): the score margin of
+    each pair against its feature difference. For a linear score the slope is the score's pay per unit of
+    feature, which is how the page contrasts a proxy with the gold score."""
+    s, f = _vector(scores, "scores"), _vector(feature, "feature")
+    if s.numel() != f.numel():
+        raise ValueError(f"scores and feature must have the same length; got {s.numel()} and {f.numel()}")
+    half = s.numel() // 2
+    if half < 2:
+        raise ValueError("scores must hold at least four responses (two pairs)")
+    return length_drift(s[:half] - s[half : 2 * half], f[:half] - f[half : 2 * half])

@@ -15,10 +15,10 @@ import streamlit as st
 REFERENCE = "definitions-and-worked-examples.txt"
 
 
-def header(title: str, tags: str, citation: str, summary: str) -> None:
+def header(title: str, tags: str, citation: str, summary: str, reference: str = REFERENCE) -> None:
     """Page title, the reference tags and paper citation, and a short explanation."""
     st.title(title)
-    st.caption(f"Reference: {tags} in `{REFERENCE}` · {citation}")
+    st.caption(f"Reference: {tags} in `{reference}` · {citation}")
     st.markdown(summary)
 
 

@@ -134,3 +134,23 @@ def test_length_drift_hand_values_and_constant_margin():
     assert (r.slope, r.intercept, r.correlation) == pytest.approx((0.1, 1.0, 1.0))
     r = proxy.length_drift([0.3 + 1e-17, 0.3, 0.3], [1, 2, 3])  # near-constant margin: slope ~0, no NaN slope
     assert abs(r.slope) < 1e-15 and math.isfinite(r.intercept)
+
+
+def test_curve_helpers_used_by_the_page():
+    e = proxy.synthetic_experiment(n_responses=300, seed=1)
+    one = e.at(e.curve.strength[3])
+    assert one.gold == pytest.approx([e.curve.gold[3]]) and one.d == pytest.approx([e.curve.d[3]])
+    alpha, beta, fitted = e.curve.gao_fit("rl")
+    expect = [e.curve.gold[0] + v for v in proxy.gao_gold_score(e.curve.d, alpha, beta, "rl").tolist()]
+    assert fitted == pytest.approx(expect) and len(fitted) == len(e.curve.gold)
+    bon = proxy.best_of_n_curve(e.proxy, e.gold, [1, 4])
+    assert bon.d == pytest.approx([0.0, math.sqrt(math.log(4) - 0.75)])
+    # a score that is exactly linear in the feature: the paired drift recovers its pay per unit of feature
+    assert proxy.paired_length_drift(0.5 * e.feature, e.feature).slope == pytest.approx(0.5)
+    # proxy and gold differ by (bias + harm) · feature, so their slopes differ by exactly 1.0
+    gap = proxy.paired_length_drift(e.proxy, e.feature).slope - proxy.paired_length_drift(e.gold, e.feature).slope
+    assert gap == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="scores and feature"):
+        proxy.paired_length_drift([1, 2, 3, 4], [1, 2])
+    with pytest.raises(ValueError, match="scores must hold"):
+        proxy.paired_length_drift([1, 2, 3], [1, 2, 3])
