@@ -28,7 +28,10 @@ PAGES = {
         st.Page("pages/feedback.py", title="Outcome vs process feedback", icon="🪜"),
     ],
     "Agents and replay": [st.Page("pages/agentic.py", title="Agentic training and replay", icon="🤖")],
-    "Proxies and evaluation": [st.Page("pages/proxies.py", title="Proxies and over-optimization", icon="🎭")],
+    "Proxies and evaluation": [
+        st.Page("pages/proxies.py", title="Proxies and over-optimization", icon="🎭"),
+        st.Page("pages/compare.py", title="Compare checkpoints", icon="📏"),
+    ],
     "Train a model": [st.Page("pages/smallrun.py", title="Small runs", icon="🏋️")],
 }
 

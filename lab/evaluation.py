@@ -54,6 +54,16 @@ class BootstrapInterval:
     n_resamples: int
 
     @property
+    def above(self) -> float:
+        """high − mean: the upper error-bar length."""
+        return self.high - self.mean_difference
+
+    @property
+    def below(self) -> float:
+        """mean − low: the lower error-bar length."""
+        return self.mean_difference - self.low
+
+    @property
     def excludes_zero(self) -> bool:
         """True when the whole interval lies on one side of 0."""
         return self.low > 0 or self.high < 0
@@ -272,3 +282,146 @@ def bounded_claim(
         low=f"{interval.low:+.3f}", high=f"{interval.high:+.3f}", n_cases=interval.n_cases,
         population=population, conditions=conditions, old_task=old_task, retention_change=ret, exclusions=exclusions,
     )
+
+
+@dataclass(frozen=True)
+class PassAtKCurve:
+    """Mean pass@k over cases with a bootstrap interval over cases, for each k."""
+
+    k: list[int]
+    mean: list[float]
+    low: list[float]
+    high: list[float]
+
+    @property
+    def above(self) -> list[float]:
+        return [h - m for h, m in zip(self.high, self.mean)]
+
+    @property
+    def below(self) -> list[float]:
+        return [m - lo for m, lo in zip(self.mean, self.low)]
+
+
+def pass_at_k_curve(
+    n: TensorLike, c: TensorLike, ks: Sequence[int] | None = None, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> PassAtKCurve:
+    """Mean unbiased pass@k over cases [Chen et al. 2021, §2.1], with a percentile bootstrap interval that
+    resamples *cases* (the uncertainty that matters when the case set is a sample of a population).
+
+    ``n`` (N,): samples drawn per case; ``c`` (N,): correct samples per case. Every k must be ≤ min(n);
+    ``ks=None`` takes 1, 2, 3, 5, 10, 20, 50, 100 up to min(n), and min(n) itself.
+    """
+    n_t, c_t = _scores(n, "n"), _scores(c, "c")
+    if n_t.numel() != c_t.numel():
+        raise ValueError(f"n and c must give one count per case; got {n_t.numel()} and {c_t.numel()}")
+    if bool((n_t != n_t.round()).any()) or bool((c_t != c_t.round()).any()):
+        raise ValueError("n and c must be whole numbers (sample counts)")
+    if bool((c_t < 0).any()) or bool((c_t > n_t).any()) or bool((n_t < 1).any()):
+        raise ValueError("c must lie in [0, n] and n must be >= 1 for every case")
+    n_min = int(n_t.min().item())
+    ks = sorted({k for k in (1, 2, 3, 5, 10, 20, 50, 100) if k <= n_min} | {n_min}) if ks is None else list(ks)
+    if not ks:
+        raise ValueError("ks must name at least one k")
+    per_case = []
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n_min:
+            raise ValueError(f"ks must be integers in [1, min(n)={n_min}]; got {k!r}")
+        per_case.append([pass_at_k(int(a), int(b), k) for a, b in zip(n_t.tolist(), c_t.tolist())])
+    out = PassAtKCurve([], [], [], [])
+    for k, vals in zip(ks, per_case):
+        iv = mean_interval(vals, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        out.k.append(k)
+        out.mean.append(iv.mean_difference)
+        out.low.append(iv.low)
+        out.high.append(iv.high)
+    return out
+
+
+MAX_TABLE_ROWS = 100_000
+
+
+def read_score_table(text: str, max_rows: int = MAX_TABLE_ROWS) -> dict[str, list[float]]:
+    """Per-case scores from CSV text: a header row of column names, then one row per case.
+
+    Every cell must be a finite number (0/1, true/false and yes/no count as numbers), except in a column
+    named ``cluster``, which is kept as text. A bad cell raises ``ValueError`` naming its row and column.
+    """
+    import csv
+    import io
+
+    if not isinstance(text, str):
+        raise ValueError("text must be CSV text")
+    rows = list(csv.reader(io.StringIO(text)))
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if len(rows) < 2:
+        raise ValueError("text must have a header row and at least one case")
+    if len(rows) - 1 > max_rows:
+        raise ValueError(f"text has {len(rows) - 1} cases; at most {max_rows} are accepted")
+    header = [h.strip() for h in rows[0]]
+    if any(not h for h in header) or len(set(header)) != len(header):
+        raise ValueError(f"text's header must name every column once; got {header}")
+    words = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0}
+    cols: dict[str, list] = {h: [] for h in header}
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise ValueError(f"text row {i} has {len(row)} cells; the header has {len(header)}")
+        for h, cell in zip(header, row):
+            cell = cell.strip()
+            if h == "cluster":
+                cols[h].append(cell)
+                continue
+            try:
+                v = words[cell.lower()] if cell.lower() in words else float(cell)
+            except ValueError:
+                raise ValueError(f"text row {i}, column {h!r}: {cell[:20]!r} is not a number") from None
+            if not math.isfinite(v):
+                raise ValueError(f"text row {i}, column {h!r}: {cell[:20]!r} is not finite")
+            cols[h].append(v)
+    return cols
+
+
+def synthetic_comparison(n_cases: int = 200, gain: float = 0.08, samples: int = 10, seed: int = 0) -> dict[str, list]:
+    """Per-case results of two checkpoints on the same cases (the lab's own illustration, not data).
+
+    Each case has a difficulty shared by both checkpoints, so their scores are correlated: exactly the
+    situation where a paired interval is much narrower than two separate ones. Columns: ``baseline`` and
+    ``candidate`` (0/1 greedy correctness), ``n`` and ``c_baseline`` / ``c_candidate`` (samples and correct
+    samples, for pass@k), ``confidence`` (the candidate's confidence), ``old_before`` / ``old_after``
+    (0/1 on an old task, for retention) and ``cluster`` (the source document: 10 cases each).
+    """
+    if isinstance(n_cases, bool) or not isinstance(n_cases, int) or not 2 <= n_cases <= 10_000:
+        raise ValueError(f"n_cases must be an integer in [2, 10000]; got {n_cases!r}")
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 100:
+        raise ValueError(f"samples must be an integer in [1, 100]; got {samples!r}")
+    gain = float(gain)
+    if not -1.0 <= gain <= 1.0:
+        raise ValueError(f"gain must lie in [-1, 1]; got {gain}")
+    gen = torch.Generator().manual_seed(seed)
+    skill = torch.randn(n_cases, generator=gen, dtype=torch.float64) * 1.5  # (N,) per-case ease, shared
+    p_base = torch.sigmoid(skill)
+    p_cand = (p_base + gain).clamp(0.0, 1.0)  # the lab's illustrative gain in solve probability
+    u = torch.rand(n_cases, generator=gen, dtype=torch.float64)  # common random numbers: paired outcomes
+    base = (u < p_base).double()
+    cand = (u < p_cand).double()
+    draws = torch.rand(n_cases, samples, generator=gen, dtype=torch.float64)
+    c_base = (draws < p_base.unsqueeze(1)).sum(1).double()
+    c_cand = (draws < p_cand.unsqueeze(1)).sum(1).double()
+    conf = (p_cand + 0.15 * torch.randn(n_cases, generator=gen, dtype=torch.float64)).clamp(0.0, 1.0)
+    old_u = torch.rand(n_cases, generator=gen, dtype=torch.float64)
+    old_before = (old_u < 0.8).double()
+    old_after = (old_u < 0.74).double()  # some forgetting
+    return {
+        "baseline": base.tolist(), "candidate": cand.tolist(), "n": [float(samples)] * n_cases,
+        "c_baseline": c_base.tolist(), "c_candidate": c_cand.tolist(), "confidence": conf.tolist(),
+        "old_before": old_before.tolist(), "old_after": old_after.tolist(),
+        "cluster": [f"doc{i // 10}" for i in range(n_cases)],
+    }
+
+
+def abstain_below(confidence: TensorLike, threshold: float) -> torch.Tensor:
+    """An abstaining variant: answer (1) when confidence ≥ threshold, abstain (0) otherwise."""
+    conf = _scores(confidence, "confidence")
+    t = float(threshold)
+    if not math.isfinite(t):
+        raise ValueError(f"threshold must be finite; got {threshold}")
+    return (conf >= t).double()

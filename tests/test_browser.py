@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # "dpo" first: the first request to a fresh server is a deep link, which must still get app.py's navigation
-PAGES = ["dpo", "", "sft", "preferences", "returns", "ppo", "kl_optimal", "grpo", "feedback", "agentic", "smallrun", "proxies"]
+PAGES = ["dpo", "", "sft", "preferences", "returns", "ppo", "kl_optimal", "grpo", "feedback", "agentic", "smallrun", "proxies", "compare"]
 RUNS_DIR: Path | None = None  # where the served app keeps its runs (a temporary folder)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -180,3 +180,32 @@ def test_smallrun_bad_upload_is_refused(browser, server, tmp_path):
     assert "bad line" in body and "line 2" in body and "line 3" in body
     start = next(b for b in browser.find_elements(By.CSS_SELECTOR, "button") if "Start" in b.text)
     assert not start.is_enabled()
+
+
+def test_compare_page_uploads_a_csv(browser, server, tmp_path):
+    """What a person does: pick "upload CSV", choose a file, read the paired interval; a bad cell is a message."""
+    from selenium.webdriver.common.by import By
+
+    from lab import evaluation as ev
+
+    good = tmp_path / "scores.csv"
+    good.write_text("baseline,candidate\n" + "".join(f"{i % 2},{(i % 3 > 0):d}\n" for i in range(30)))
+    table = ev.read_score_table(good.read_text())
+    want = ev.paired_bootstrap(table["baseline"], table["candidate"])
+    browser.get(f"{server}/compare")
+    _wait_rendered(browser)
+    next(lab for lab in browser.find_elements(By.CSS_SELECTOR, "label") if lab.text.strip() == "upload CSV").click()
+    for _ in range(60):
+        inputs = browser.find_elements(By.CSS_SELECTOR, "input[type=file]")
+        if inputs:
+            break
+        time.sleep(0.3)
+    inputs[0].send_keys(str(good))
+    expected = f"{want.mean_difference:+.3f}"
+    for _ in range(60):
+        if expected in browser.find_element(By.TAG_NAME, "body").text and "[" in browser.page_source:
+            break
+        time.sleep(0.5)
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert expected in body and f"[{want.low:+.3f}, {want.high:+.3f}]" in body
+    assert "Traceback" not in browser.page_source

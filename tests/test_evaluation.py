@@ -201,3 +201,49 @@ def test_near_degenerate_scores_give_finite_intervals(noise):
     assert all(math.isfinite(x) for x in (r.mean_difference, r.low, r.high))
     assert r.low <= r.mean_difference + 1e-15 and r.mean_difference <= r.high + 1e-15
     assert ev.retention(a, b).change == pytest.approx(noise * 14.5, abs=1e-15)
+
+
+# ---- pass@k curve, CSV tables, the synthetic comparison, the abstaining variant ------------------------
+def test_pass_at_k_curve_hand_values_and_auto_ks():
+    curve = ev.pass_at_k_curve([4, 4], [1, 4], ks=[1, 2], n_resamples=500)
+    # case 1: pass@1 = 1/4, pass@2 = 1 − C(3,2)/C(4,2) = 1/2; case 2: always 1
+    assert curve.mean == pytest.approx([(0.25 + 1) / 2, (0.5 + 1) / 2])
+    assert all(lo <= m <= hi for lo, m, hi in zip(curve.low, curve.mean, curve.high))
+    assert curve.above == pytest.approx([h - m for h, m in zip(curve.high, curve.mean)])
+    assert ev.pass_at_k_curve([10, 12], [3, 0], n_resamples=200).k == [1, 2, 3, 5, 10]
+    for args, name in [(([4], [5]), "c must lie"), (([4, 4], [1]), "n and c"), (([4.5], [1]), "whole numbers"),
+                       (([4], [1], [5]), "ks"), (([4], [1], []), "ks")]:
+        with pytest.raises(ValueError, match=name):
+            ev.pass_at_k_curve(*args)
+
+
+def test_read_score_table_parses_and_names_bad_cells():
+    t = ev.read_score_table("baseline,candidate,cluster\n1,0,a\ntrue,no,b\n\n0.5, 1 ,a\n")
+    assert t == {"baseline": [1.0, 1.0, 0.5], "candidate": [0.0, 0.0, 1.0], "cluster": ["a", "b", "a"]}
+    for text, msg in [("a,b\n1,x\n", "row 2, column 'b'"), ("a,b\n1,nan\n", "not finite"), ("a,b\n1\n", "row 2 has 1 cells"),
+                      ("a,a\n1,2\n", "header"), ("a,b\n", "at least one case"), ("", "header row")]:
+        with pytest.raises(ValueError, match=msg):
+            ev.read_score_table(text)
+    with pytest.raises(ValueError, match="at most 3"):
+        ev.read_score_table("a\n1\n2\n3\n4\n", max_rows=3)
+    with pytest.raises(ValueError, match="text must be CSV"):
+        ev.read_score_table(b"a\n1\n")
+
+
+def test_synthetic_comparison_shows_why_pairing_matters():
+    d = ev.synthetic_comparison()
+    paired = ev.paired_bootstrap(d["baseline"], d["candidate"])
+    a, b = ev.mean_interval(d["baseline"]), ev.mean_interval(d["candidate"])
+    assert paired.excludes_zero and a.high > b.low  # separate intervals overlap, the paired one excludes 0
+    assert ev.synthetic_comparison(seed=3) == ev.synthetic_comparison(seed=3)
+    assert set(d) == {"baseline", "candidate", "n", "c_baseline", "c_candidate", "confidence", "old_before", "old_after", "cluster"}
+    assert ev.retention(d["old_before"], d["old_after"]).change < 0
+    for kwargs, name in [(dict(n_cases=1), "n_cases"), (dict(samples=0), "samples"), (dict(gain=2), "gain")]:
+        with pytest.raises(ValueError, match=name):
+            ev.synthetic_comparison(**kwargs)
+
+
+def test_abstain_below():
+    assert ev.abstain_below([0.1, 0.5, 0.9], 0.5).tolist() == [0.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="threshold"):
+        ev.abstain_below([0.1], float("nan"))

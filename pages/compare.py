@@ -1,0 +1,113 @@
+"""Compare checkpoints with real uncertainty: paired bootstrap, pass@k, selective answering, retention
+[overview, "Evidence of adaptation gains" and "Behavioral gains and competing requirements"]."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab import evaluation as ev
+from labui import figure, header, route_through_app, shows_errors
+
+route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
+
+header(
+    "Compare checkpoints",
+    'sections "Evidence of adaptation gains", "Behavioral gains and competing requirements"',
+    "Efron and Tibshirani 1993 (bootstrap); Chen et al. 2021, §2.1, eq. 1 (pass@k); El-Yaniv and Wiener 2010 (risk–coverage)",
+    "Two checkpoints scored on the *same* cases are not two independent samples: a hard case is hard for both. "
+    "Resampling the cases as pairs keeps that link, so the interval of the difference is far narrower than the two "
+    "separate intervals suggest. Below: the paired interval beside the separate ones, pass@k with uncertainty, "
+    "coverage beside accuracy among answered for a variant that may abstain, retention on an older task, and the "
+    "bounded claim these numbers support — nothing more.",
+    reference="post-training-overview.txt",
+)
+st.latex(r"\hat\Delta=\frac1N\sum_i (b_i-a_i),\qquad \Delta^{*}_r=\frac1N\sum_{i\in S_r}(b_i-a_i),\ S_r\sim\text{cases with replacement},"
+         r"\qquad \text{pass@}k=1-\binom{n-c}{k}\Big/\binom{n}{k}")
+
+st.session_state.setdefault("cmp_source", "demo")
+source = st.radio("per-case scores", ["demo", "upload CSV"], horizontal=True, key="cmp_source",
+                  help="demo: the lab's own synthetic cases (not measurements). CSV: a header row, one row per case.")
+with shows_errors():
+    if source == "demo":
+        c1, c2, c3 = st.columns(3)
+        gain = c1.slider("true gain in solve probability (demo)", -0.2, 0.3, 0.08, 0.01, key="cmp_gain")
+        n_cases = c2.select_slider("cases", [20, 50, 100, 200, 500, 1000], value=200, key="cmp_n")
+        seed = c3.number_input("seed", 0, 10_000, 0, key="cmp_seed")
+        table = ev.synthetic_comparison(n_cases=int(n_cases), gain=float(gain), seed=int(seed))
+        st.caption("Demo columns: baseline, candidate (0/1 correct), n / c_baseline / c_candidate (samples, correct samples), "
+                   "confidence, old_before / old_after (old task), cluster (source document).")
+    else:
+        up = st.file_uploader("CSV with a header row; one row per case (≤ 100000 rows, ≤ 20 MB)", type=["csv"], key="cmp_file")
+        if up is None:
+            st.info("Upload a CSV, e.g. columns `baseline,candidate` with 0/1 per case; optional `cluster`, `confidence`, "
+                    "`n`, `c_baseline`, `c_candidate`, `old_before`, `old_after`.")
+            st.stop()
+        if up.size > 20_000_000:
+            raise ValueError(f"the CSV is {up.size} bytes; at most 20 MB is accepted")
+        try:
+            text = up.getvalue().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("the CSV must be UTF-8 text") from None
+        table = ev.read_score_table(text)
+    numeric = [k for k in table if k != "cluster"]
+    if len(numeric) < 2:
+        raise ValueError(f"the table needs at least two numeric columns; got {numeric}")
+    c1, c2, c3 = st.columns(3)
+    col_a = c1.selectbox("baseline column", numeric, index=numeric.index("baseline") if "baseline" in numeric else 0, key="cmp_a")
+    col_b = c2.selectbox("candidate column", numeric, index=numeric.index("candidate") if "candidate" in numeric else 1, key="cmp_b")
+    use_cluster = c3.checkbox("resample by cluster", value=False, key="cmp_cluster", disabled="cluster" not in table,
+                              help="Needs a `cluster` column: cases from one source are resampled together.")
+
+    paired = ev.paired_bootstrap(table[col_a], table[col_b], cluster=table["cluster"] if use_cluster and "cluster" in table else None)
+    sep_a, sep_b = ev.mean_interval(table[col_a]), ev.mean_interval(table[col_b])
+    m1, m2, m3 = st.columns(3)
+    m1.metric("mean difference (candidate − baseline)", f"{paired.mean_difference:+.3f}")
+    m2.metric(f"paired {paired.confidence:.0%} interval", f"[{paired.low:+.3f}, {paired.high:+.3f}]")
+    m3.metric("interval excludes 0", "yes" if paired.excludes_zero else "no",
+              help=f"{paired.n_cases} cases, {paired.n_units} sampling units, {paired.n_resamples} resamples")
+    fig = figure("Separate intervals overlap; the paired interval of the difference is what the claim needs",
+                 "", "score (mean over cases)")
+    fig.add_trace(go.Scatter(x=[f"{col_a} (separate)", f"{col_b} (separate)"], y=[sep_a.mean_difference, sep_b.mean_difference],
+                             mode="markers", marker=dict(size=12), name="separate intervals",
+                             error_y=dict(type="data", symmetric=False, array=[sep_a.above, sep_b.above], arrayminus=[sep_a.below, sep_b.below])))
+    fig.add_trace(go.Scatter(x=["difference (paired)"], y=[paired.mean_difference], mode="markers", marker=dict(size=14, color="crimson"),
+                             name="paired difference", error_y=dict(type="data", symmetric=False, array=[paired.above], arrayminus=[paired.below])))
+    fig.add_hline(y=0, line_dash="dot")
+    st.plotly_chart(fig, width="stretch", key="cmp_intervals")
+
+    if {"n", "c_baseline", "c_candidate"} <= set(table):
+        st.subheader("pass@k with uncertainty over cases")
+        fig2 = figure("pass@k (unbiased estimator), 95% bootstrap band over cases", "k", "pass@k")
+        for name, col in (("baseline", "c_baseline"), ("candidate", "c_candidate")):
+            curve = ev.pass_at_k_curve(table["n"], table[col])
+            fig2.add_trace(go.Scatter(x=curve.k, y=curve.mean, mode="lines+markers", name=name,
+                                      error_y=dict(type="data", symmetric=False, array=curve.above, arrayminus=curve.below)))
+        st.plotly_chart(fig2, width="stretch", key="cmp_passk")
+
+    if "confidence" in table:
+        st.subheader("An abstaining variant: coverage beside accuracy among answered")
+        threshold = st.slider("answer only when confidence ≥", 0.0, 1.0, 0.5, 0.05, key="cmp_threshold")
+        answered = ev.abstain_below(table["confidence"], threshold)
+        sel = ev.selective_metrics(table[col_b], answered, confidence=table["confidence"])
+        s1, s2, s3 = st.columns(3)
+        s1.metric("coverage", f"{sel.coverage:.1%}")
+        s2.metric("accuracy among answered", "—" if sel.selective_accuracy != sel.selective_accuracy else f"{sel.selective_accuracy:.1%}")
+        s3.metric("correct over all requests", f"{sel.overall_accuracy:.1%}")
+        st.caption("Fewer wrong answers can simply mean fewer answers: read the two numbers together.")
+        fig3 = figure("Risk–coverage curve", "coverage", "error rate among answered")
+        fig3.add_trace(go.Scatter(x=sel.curve_coverage, y=sel.curve_risk, mode="lines", name="risk"))
+        st.plotly_chart(fig3, width="stretch", key="cmp_risk")
+
+    ret = None
+    if {"old_before", "old_after"} <= set(table):
+        ret = ev.retention(table["old_before"], table["old_after"])
+        st.subheader("Retention on the old task")
+        r1, r2, r3 = st.columns(3)
+        r1.metric("old task before", f"{ret.before:.3f}")
+        r2.metric("old task after", f"{ret.after:.3f}", delta=f"{ret.change:+.3f}")
+        r3.metric("retained fraction", "—" if ret.retained_fraction != ret.retained_fraction else f"{ret.retained_fraction:.1%}")
+
+    st.subheader("The claim these numbers support")
+    population = "the lab's synthetic demo cases" if source == "demo" else "the uploaded cases"
+    st.info(ev.bounded_claim(col_b, col_a, f"mean of {col_b} − {col_a}", paired, population,
+                             "the conditions recorded with the scores", "the old task" if ret else "no old task", ret,
+                             "training-seed variation, other populations, safety behaviour"))
