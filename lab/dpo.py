@@ -124,3 +124,160 @@ def dpo_metrics(chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor) ->
         "rewards/margins": float((chosen_rewards - rejected_rewards).mean()),
         "rewards/accuracies": float((chosen_rewards > rejected_rewards).float().mean()),
     }
+
+
+# ---- Direct-alignment variants beside DPO's sigmoid loss (issue: "what your framework computes") ----------
+# Each takes the same per-pair inputs as dpo_loss and returns per-pair losses (N,); take .mean() for the batch.
+
+
+def _check_smoothing(value: float, name: str, upper: float) -> float:
+    value = float(value)
+    if not 0.0 <= value < upper:
+        raise ValueError(f"{name} must lie in [0, {upper}); got {value}")
+    return value
+
+
+def _lengths(x: TensorLike | None, like: torch.Tensor, name: str) -> torch.Tensor | None:
+    """Completion token counts (N,), each >= 1; None means 'do not length-normalize'."""
+    if x is None:
+        return None
+    t = as_tensor(x, name)
+    if not t.is_floating_point():
+        t = t.to(like.dtype)
+    check_finite(t, name)
+    if t.shape != like.shape:
+        raise ValueError(f"{name} (shape {tuple(t.shape)}) must have the shape of chosen_logps {tuple(like.shape)}")
+    if bool((t < 1).any()) or bool((t != t.round()).any()):
+        raise ValueError(f"{name} must be whole token counts >= 1")
+    return t.to(like.dtype)
+
+
+def cdpo_loss(
+    chosen_logps: TensorLike,
+    rejected_logps: TensorLike,
+    ref_chosen_logps: TensorLike,
+    ref_rejected_logps: TensorLike,
+    beta: float = 0.1,
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
+    """Conservative DPO: −(1−ε) log σ(βΔ) − ε log σ(−βΔ) per pair (Mitchell 2023, "A note on DPO with noisy
+    preferences"; the same smoothed form as CPO's, Xu et al. 2024, eq. 3, with the reference kept).
+
+    ε = ``label_smoothing`` ∈ [0, 0.5) is the assumed probability that a label is flipped; ε = 0 is DPO
+    (ftip-003R). Unlike the sigmoid loss, the minimum is at a finite margin βΔ = log((1−ε)/ε).
+    """
+    beta = check_positive(beta, "beta")
+    eps = _check_smoothing(label_smoothing, "label_smoothing", 0.5)
+    lc, lr = _logratio_margin(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps)
+    z = beta * (lc - lr)  # (N,)
+    return -(1 - eps) * F.logsigmoid(z) - eps * F.logsigmoid(-z)
+
+
+def robust_dpo_loss(
+    chosen_logps: TensorLike,
+    rejected_logps: TensorLike,
+    ref_chosen_logps: TensorLike,
+    ref_rejected_logps: TensorLike,
+    beta: float = 0.1,
+    label_smoothing: float = 0.1,
+) -> torch.Tensor:
+    """Robust DPO (rDPO): [−(1−ε) log σ(βΔ) + ε log σ(−βΔ)] / (1 − 2ε) per pair (Chowdhury et al. 2024, §3, eq. 8),
+    an unbiased loss under labels flipped with probability ε = ``label_smoothing`` ∈ [0, 0.5). TRL ``loss_type="robust"``."""
+    beta = check_positive(beta, "beta")
+    eps = _check_smoothing(label_smoothing, "label_smoothing", 0.5)
+    lc, lr = _logratio_margin(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps)
+    z = beta * (lc - lr)
+    return (-(1 - eps) * F.logsigmoid(z) + eps * F.logsigmoid(-z)) / (1 - 2 * eps)
+
+
+def hinge_loss(
+    chosen_logps: TensorLike,
+    rejected_logps: TensorLike,
+    ref_chosen_logps: TensorLike,
+    ref_rejected_logps: TensorLike,
+    beta: float = 0.1,
+) -> torch.Tensor:
+    """SLiC-style hinge: max(0, 1 − βΔ) per pair (Zhao et al. 2023, SLiC-HF, §2, eq. 1 with the reference log
+    ratio; TRL ``loss_type="hinge"``). Pairs ordered by a margin of 1/β give zero loss and zero gradient."""
+    beta = check_positive(beta, "beta")
+    lc, lr = _logratio_margin(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps)
+    return torch.relu(1 - beta * (lc - lr))
+
+
+def ipo_loss(
+    chosen_logps: TensorLike,
+    rejected_logps: TensorLike,
+    ref_chosen_logps: TensorLike,
+    ref_rejected_logps: TensorLike,
+    beta: float = 0.1,
+    chosen_lengths: TensorLike | None = None,
+    rejected_lengths: TensorLike | None = None,
+) -> torch.Tensor:
+    """IPO: (h − 1/(2τ))² per pair, h the difference of the log ratios (Azar et al. 2023, §5.2, eq. 17; τ = ``beta``).
+
+    A squared loss regresses the margin to 1/(2τ) instead of pushing it to infinity, so it does not
+    overfit deterministic preferences. Convention: with ``chosen_lengths`` / ``rejected_lengths`` (completion
+    token counts), each log ratio is divided by its length first, as TRL 1.16 does (``loss_type="ipo"``);
+    without them the sequence-level form of the paper is used.
+    """
+    beta = check_positive(beta, "beta")
+    lc, lr = _logratio_margin(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps)
+    n_c, n_r = _lengths(chosen_lengths, lc, "chosen_lengths"), _lengths(rejected_lengths, lc, "rejected_lengths")
+    if (n_c is None) != (n_r is None):
+        raise ValueError("chosen_lengths and rejected_lengths must be given together (or neither)")
+    if n_c is not None:
+        lc, lr = lc / n_c, lr / n_r
+    return (lc - lr - 1 / (2 * beta)) ** 2
+
+
+def simpo_loss(
+    chosen_logps: TensorLike,
+    rejected_logps: TensorLike,
+    chosen_lengths: TensorLike,
+    rejected_lengths: TensorLike,
+    beta: float = 2.0,
+    gamma: float = 0.5,
+    label_smoothing: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SimPO: −log σ(β/|y⁺| log π(y⁺) − β/|y⁻| log π(y⁻) − γ) per pair (Meng et al. 2024, §2.2, eq. 6).
+
+    Reference-free and length-normalized: the implicit reward is the *average* token log-probability
+    times β, and the target margin γ ≥ 0 asks the chosen response to win by at least γ. ``label_smoothing``
+    as in :func:`cdpo_loss` (TRL's CPOTrainer, ``loss_type="simpo"``). Returns ``(losses, chosen_rewards,
+    rejected_rewards)``, the rewards β·(average log-prob), detached.
+    """
+    beta = check_positive(beta, "beta")
+    gamma = float(gamma)
+    if not (gamma >= 0 and gamma != float("inf")):
+        raise ValueError(f"gamma must be >= 0 and finite; got {gamma}")
+    eps = _check_smoothing(label_smoothing, "label_smoothing", 0.5)
+    c = as_logprobs(chosen_logps, "chosen_logps")
+    r = as_logprobs(rejected_logps, "rejected_logps")
+    if c.shape != r.shape:
+        raise ValueError(f"rejected_logps (shape {tuple(r.shape)}) must have the shape of chosen_logps {tuple(c.shape)}")
+    n_c, n_r = _lengths(chosen_lengths, c, "chosen_lengths"), _lengths(rejected_lengths, c, "rejected_lengths")
+    rc, rr = beta * c / n_c, beta * r / n_r  # (N,) length-normalized implicit rewards
+    z = rc - rr - gamma
+    losses = -(1 - eps) * F.logsigmoid(z) - eps * F.logsigmoid(-z)
+    return losses, rc.detach(), rr.detach()
+
+
+def orpo_odds_ratio_loss(chosen_avg_logps: TensorLike, rejected_avg_logps: TensorLike, lam: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """ORPO's odds-ratio term: −λ log σ(log odds(y⁺) − log odds(y⁻)) per pair, odds(y) = P(y)/(1 − P(y))
+    (Hong et al. 2024, §4, eqs. 4–7; TRL's ORPOTrainer calls λ ``beta``). ORPO adds it to the SFT loss
+    on the chosen response; no reference model.
+
+    Inputs are *average* token log-probabilities (ORPO's P(y|x) is the length-normalized likelihood), which
+    must be < 0: at P = 1 the odds are infinite. log(1 − P) is computed stably as log(−expm1(log P)).
+    Returns ``(losses, log_odds_ratio)``, each (N,).
+    """
+    lam = check_positive(lam, "lam")
+    c = as_logprobs(chosen_avg_logps, "chosen_avg_logps")
+    r = as_logprobs(rejected_avg_logps, "rejected_avg_logps")
+    if c.shape != r.shape:
+        raise ValueError(f"rejected_avg_logps (shape {tuple(r.shape)}) must have the shape of chosen_avg_logps {tuple(c.shape)}")
+    for t, name in ((c, "chosen_avg_logps"), (r, "rejected_avg_logps")):
+        if bool((t.detach() >= 0).any()):
+            raise ValueError(f"{name} must be < 0 (a probability of 1 has infinite odds)")
+    log_odds = (c - r) - (torch.log(-torch.expm1(c)) - torch.log(-torch.expm1(r)))  # (N,)
+    return -lam * F.logsigmoid(log_odds), log_odds.detach()
