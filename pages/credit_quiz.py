@@ -26,10 +26,10 @@ st.markdown("Which steps deserve a good final score? Commit to a prediction, pre
 paper_opts = [ALL, *PAPERS]
 family_opts = [ALL, *cb.families()]
 qp_paper, qp_family = st.query_params.get("paper"), st.query_params.get("family")
-if "cq_seeded" not in st.session_state:
+if st.session_state.get("cq_seeded_from") != (qp_paper, qp_family):  # a first visit, or a new link in this session
     st.session_state["cq_paper"] = qp_paper if qp_paper in PAPERS else ALL
     st.session_state["cq_family"] = qp_family if qp_family in family_opts[1:] else ALL
-    st.session_state["cq_seeded"] = True
+    st.session_state["cq_seeded_from"] = (qp_paper, qp_family)
 st.session_state.setdefault("cq_answers", {})  # id -> bool, first committed prediction
 st.session_state.setdefault("cq_revealed", {})  # id -> bool, latest check
 st.session_state.setdefault("cq_idx", 0)
@@ -45,7 +45,9 @@ def paper_label(key: str) -> str:
     if key == ALL:
         return "All papers"
     p = PAPERS[key]
-    return f"{p['name']} — {p['title']}" if p["title"] else p["name"]
+    if not p["title"]:
+        return p["name"]
+    return p["title"] if p["title"].startswith(p["name"]) else f"{p['name']} — {p['title']}"
 
 
 c1, c2, c3 = st.columns([3, 2, 2])
@@ -81,11 +83,14 @@ def show_mechanism(key: str, qid: str) -> None:
         tokens = getattr(res, "tokens", None)
         x = list(range(len(z[0])))
         fig = figure(f"Mechanism '{key}' on a small example: credit per token", "token position", "response", height=200 + 40 * len(z))
+        labels = [[f"{v:.2f}" if v else "" for v in row] for row in z]  # blank cells: no credit (or padding)
         fig.add_trace(go.Heatmap(z=z, x=x, y=[f"response {i + 1}" for i in range(len(z))], colorscale="RdBu", zmid=0,
-                                 texttemplate="%{z:.2f}", colorbar=dict(title="credit")))
+                                 text=labels, texttemplate="%{text}", colorbar=dict(title="credit")))
         if isinstance(tokens, (list, tuple)) and tokens and isinstance(tokens[0], str) and len(tokens) == len(x):
             fig.update_xaxes(tickmode="array", tickvals=x, ticktext=list(tokens))
         st.plotly_chart(fig, width="stretch", key=f"cq_mech_{qid}")
+        st.caption("Drawn on the chapter's guiding example (a solution that errs at step 3 and still ends right, with its group "
+                   "peers), not on this question's numbers. The Credit assignment page lets you edit that example.")
         metrics = getattr(res, "metrics", {}) or {}
         if metrics:
             st.dataframe({"metric": list(metrics), "value": [_fmt(v) for v in metrics.values()]}, hide_index=True, width="stretch")

@@ -137,3 +137,14 @@ def test_quiz_reveal_shows_mechanism():
     charts = at.get("plotly_chart")
     assert len(charts) == 1
     assert not any("lab.credit" in i.value for i in at.info)
+
+
+def test_a_new_link_in_the_same_session_refilters():
+    at = run(paper="scar")
+    assert shown_ids(at) == ["scar-1"]
+    at.query_params["paper"] = "mart"
+    at.run()
+    clean(at)
+    assert shown_ids(at) == ["mart-1"]
+    at.selectbox(key="cq_paper").set_value("tag").run()  # the widget wins while the link stays the same
+    assert shown_ids(at) == ["tag-1"]
