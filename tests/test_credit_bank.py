@@ -64,6 +64,13 @@ def test_each_question_teaches():
             assert cb.check_answer(q, q["numeric"])
 
 
+def test_right_answers_are_not_all_in_one_place():
+    # a learner must not be able to score by always picking the same position
+    positions = [q["answer"] for q in QS if "choices" in q]
+    assert len(set(positions)) >= 3
+    assert max(positions.count(i) for i in set(positions)) <= 0.5 * len(positions)
+
+
 def test_bank_file_ships_as_package_data():
     text = (ROOT / "pyproject.toml").read_text()
     assert '[tool.setuptools.package-data]' in text and 'lab = ["data/*.json"]' in text
