@@ -13,6 +13,7 @@ from labui import figure, route_through_app, shows_errors
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 ALL = "(all)"
+PER_PAGE = 10  # questions per screen in list mode
 PAPERS = cb.papers()
 QS = cb.load_questions()
 
@@ -152,8 +153,15 @@ elif mode == "One at a time":
     b3.markdown(f"Question **{idx + 1}** of **{n}**")
     render(questions[idx])
 else:
-    st.markdown(f"**{len(questions)}** questions")
-    for q in questions:
+    # ten at a time keeps a rerun quick (every question carries its own widgets)
+    starts = list(range(0, len(questions), PER_PAGE))
+    if len(starts) > 1:
+        start = st.selectbox(f"{len(questions)} questions; showing", starts, key="cq_list_start",
+                             format_func=lambda i: f"{i + 1}–{min(i + PER_PAGE, len(questions))}")
+    else:
+        start = 0
+        st.markdown(f"**{len(questions)}** questions")
+    for q in questions[start:start + PER_PAGE]:
         render(q)
 
 # ---- session score, per family (from the library)

@@ -371,3 +371,15 @@ def test_answer_text_and_citation():
     assert cb.answer_text(q) == q["choices"][q["answer"]]
     assert "Cao" in cb.format_citation(BY_ID["scar-1"])
     assert "not stated in the bank" in cb.format_citation(BY_ID["mart-1"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(list(range(len(QS)))))
+def test_filters_partition_the_bank_in_any_order(perm):
+    qs = [QS[i] for i in perm]
+    assert cb.validate(qs) is qs  # validation does not depend on order
+    by_paper = [q["id"] for k in cb.PAPERS for q in cb.filter_questions(qs, paper=k)]
+    by_family = [q["id"] for f in cb.FAMILIES for q in cb.filter_questions(qs, family=f)]
+    assert sorted(by_paper) == sorted(by_family) == sorted(BY_ID)
+    k = qs[0]["paper"]
+    assert [q["id"] for q in cb.filter_questions(qs, paper=k)] == [q["id"] for q in qs if q["paper"] == k]  # order kept
