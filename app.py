@@ -12,7 +12,10 @@ st.set_page_config(page_title="Post-Training Lab", page_icon="🧪", layout="wid
 st.session_state["_lab_app_ran"] = True  # pages check this: see labui.route_through_app
 
 PAGES = {
-    "Start": [st.Page("pages/home.py", title="Home", icon="🏠", default=True)],
+    "Start": [
+        st.Page("pages/home.py", title="Home", icon="🏠", default=True),
+        st.Page("pages/reference_index.py", title="Reference index", icon="🔎"),
+    ],
     "Demonstrations and preferences": [
         st.Page("pages/sft.py", title="SFT and loss masks", icon="📝"),
         st.Page("pages/preferences.py", title="Preferences and reward models", icon="⚖️"),

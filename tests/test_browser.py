@@ -19,7 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # "dpo" first: the first request to a fresh server is a deep link, which must still get app.py's navigation
-PAGES = ["dpo", "", "sft", "preferences", "returns", "ppo", "kl_optimal", "grpo", "feedback", "agentic", "smallrun", "proxies", "compare"]
+PAGES = ["dpo", "", "sft", "preferences", "returns", "ppo", "kl_optimal", "grpo", "feedback", "agentic", "smallrun", "proxies", "compare", "reference_index", "credit_quiz"]
+NO_CHART = {"smallrun", "reference_index", "credit_quiz"}
 RUNS_DIR: Path | None = None  # where the served app keeps its runs (a temporary folder)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -117,7 +118,8 @@ def test_page_renders_in_chromium(browser, server, page, tmp_path):
     assert hi - lo > 50, "screenshot is blank"
     colours = len(set(img.resize((200, 260)).getdata()))
     assert colours > 20, f"screenshot has too little content ({colours} grey levels)"
-    if page and page != "smallrun":  # a formula page draws at least one plotly chart (smallrun draws once a run starts)
+    # a formula page draws at least one plotly chart (smallrun draws once a run starts; the index and quiz are text)
+    if page and page not in NO_CHART:
         assert browser.find_elements(By.CSS_SELECTOR, ".js-plotly-plot, .stPlotlyChart, [data-testid='stPlotlyChart']")
 
 
