@@ -94,3 +94,22 @@ def route_through_app(page_file: str) -> None:
         return
     runpy.run_path(str(main), run_name="__main__")
     st.stop()
+
+
+def course_nav(page_file: str) -> None:
+    """Previous / Next links at the end of a page, in the course order of ``lab.course`` (and its notebook)."""
+    from pathlib import Path
+
+    from lab.course import chapter, neighbours
+
+    key = Path(page_file).stem
+    here = chapter(key)
+    prev, nxt = neighbours(key)
+    st.divider()
+    left, mid, right = st.columns([1, 1, 1])
+    if prev is not None:
+        left.markdown(f"[← Previous: {prev.title}](/{prev.key})")
+    if here.notebook:
+        mid.markdown(f"Notebook: `{here.notebook}`")
+    if nxt is not None:
+        right.markdown(f"[Next: {nxt.title} →](/{nxt.key})")

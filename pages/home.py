@@ -3,9 +3,22 @@
 import streamlit as st
 
 import worked_examples
+from lab.course import CHAPTERS, duration_text
 from labui import route_through_app
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
+
+
+def course_map() -> str:
+    """The course in order, from lab.course: prerequisites, what each chapter answers, time, notebook."""
+    rows = ["| # | chapter | after | answers | time | notebook |", "|---|---|---|---|---|---|"]
+    titles = {c.key: c.title for c in CHAPTERS}
+    for i, c in enumerate(CHAPTERS, start=1):
+        after = ", ".join(titles[p] for p in c.prerequisites) or "—"
+        nb = f"`{c.notebook.split('/')[-1]}`" if c.notebook else "—"
+        rows.append(f"| {i} | [{c.title}](/{c.key}) | {after} | {' '.join(c.questions)} | {c.minutes} min | {nb} |")
+    return f"**The course** (about {duration_text()}), in order:\n\n" + "\n".join(rows)
+
 
 st.title("Post-Training Lab")
 st.markdown(
@@ -16,25 +29,14 @@ watch the losses, probabilities and advantages move. Each page shows its formula
 definition in the reference (`definitions-and-worked-examples.txt`) and the paper it comes from, and
 has a button that loads the reference's worked example and puts the stated value beside the computed one.
 
-| page | what you can vary | library | reference |
-|---|---|---|---|
-| SFT and loss masks | mask mode, per-token probabilities, normalization | `lab.sft` | ftip-002A … 002I |
-| Preferences and reward models | scores, offset, a comparison table with ties | `lab.preference` | ftip-002J … 002V |
-| Returns and advantages | rewards, values, γ, λ | `lab.rl` | ftip-0030 … 003E |
-| PPO clipping | ε, ε_high, sign of A, ratio; β of the shaped reward | `lab.ppo` | ftip-003D … 003J |
-| KL and the optimal policy | reference distribution, rewards, β | `lab.kl`, `lab.dpo` | ftip-006X, 003O, 003P |
-| DPO | four probabilities, β | `lab.dpo` | ftip-003M … 003S |
-| GRPO and RLVR | group rewards, std divisor, ε, scale, zero-std policy, ratios, lengths | `lab.grpo` | ftip-004B … 004N |
-| Outcome vs process feedback | the steps of two traces, label timing | `lab.feedback`, `lab.grpo` | ftip-003W … 0041 |
-| Agentic training and replay | actions, sandbox runs, rounds, replay, gradient gate | `lab.agentic`, `lab.replay` | ftip-004P … 006B |
-| Small runs | train a tiny GPT-2 with SFT, DPO or GRPO live; stop, resume, compare | `lab.smallrun` | ftip-006Q |
+{course_map}
 
 **Notebooks**: `.venv/bin/jupyter lab notebooks/` opens one notebook per chapter, built on the same library.
 
 **Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, DPO, GRPO; `--help` lists the knobs).
 
 **From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference.
-"""
+""".replace("{course_map}", course_map())
 )
 
 
