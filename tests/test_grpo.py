@@ -1,4 +1,5 @@
 import math
+import statistics
 
 import pytest
 import torch
@@ -160,8 +161,10 @@ def test_process_advantages_are_sums_over_later_steps(rs):
     ends = [2 * j + 1 for j in range(len(rs))]
     A = process_advantages([rs, [0.0] * len(rs)], [ends, ends], length=2 * len(rs) + 1)[0]
     # within a step the advantage is constant; from one step to the next it drops by that step's normalised reward
-    allr = torch.tensor(rs + [0.0] * len(rs), dtype=torch.float64)
-    norm = (allr - allr.mean()) / allr.std() if allr.std() > 0 else torch.zeros_like(allr)
+    allr = rs + [0.0] * len(rs)
+    # independent reference: statistics computes mean and std from exact fractions (no underflow)
+    sd = statistics.stdev(allr)
+    norm = [(x - statistics.fmean(allr)) / sd if max(allr) > min(allr) else 0.0 for x in allr]
     for j, e in enumerate(ends):
-        assert A[e].item() == pytest.approx(norm[j:len(rs)].sum().item(), abs=1e-9)
+        assert A[e].item() == pytest.approx(sum(norm[j:len(rs)]), rel=1e-9, abs=1e-9)
     assert A[-1].item() == 0.0
