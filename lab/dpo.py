@@ -150,5 +150,5 @@ def dpo_metrics(chosen_rewards: TensorLike, rejected_rewards: TensorLike) -> dic
         "rewards/chosen": float(chosen_rewards.mean()),
         "rewards/rejected": float(rejected_rewards.mean()),
         "rewards/margins": float((chosen_rewards - rejected_rewards).mean()),
-        "rewards/accuracies": float((chosen_rewards > rejected_rewards).float().mean()),
+        "rewards/accuracies": float((chosen_rewards > rejected_rewards).to(chosen_rewards.dtype).mean()),
     }
