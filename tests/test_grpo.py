@@ -316,3 +316,56 @@ def test_near_constant_groups_match_exact_arithmetic(g, G, base, noise, data):
             ref = exact_standardise(grp, ddof=0)
             assert A[i].tolist() == pytest.approx(ref, rel=1e-9, abs=1e-9)
     assert dynamic_sampling(r, g).dropped_groups == [i for i in range(G) if max(r[i * g:(i + 1) * g]) == min(r[i * g:(i + 1) * g])]
+
+
+FILLERS = [0.0, -1e4, -100.0, float("-inf"), float("inf"), float("nan")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.sampled_from(["grpo", "bnpo", "dr_grpo", "dapo"]),
+       st.sampled_from([torch.float32, torch.float64]), st.data())
+def test_grpo_loss_ignores_whatever_masked_positions_hold(B, T, loss_type, dtype, data):
+    """Property: replacing masked entries of logps/old_logps/ref_logps by any filler changes neither loss, gradient nor metrics."""
+    lp = torch.tensor(data.draw(st.lists(st.lists(st.floats(-5, 0), min_size=T, max_size=T), min_size=B, max_size=B)), dtype=dtype)
+    old = torch.tensor(data.draw(st.lists(st.lists(st.floats(-5, 0), min_size=T, max_size=T), min_size=B, max_size=B)), dtype=dtype)
+    mask = torch.tensor(data.draw(st.lists(st.lists(st.booleans(), min_size=T, max_size=T), min_size=B, max_size=B)))
+    mask[:, 0] = True  # every response has a token (loss_type="grpo" needs one)
+    adv = torch.tensor(data.draw(st.lists(st.floats(-3, 3), min_size=B, max_size=B)), dtype=dtype)
+    fill = torch.tensor(data.draw(st.lists(st.lists(st.sampled_from(FILLERS), min_size=T, max_size=T), min_size=B, max_size=B)), dtype=dtype)
+
+    def run(x, o, r):
+        x = x.clone().requires_grad_(True)
+        loss, m = grpo_loss(x, o, adv, mask, ref_logps=r, beta=0.04, epsilon=0.2, epsilon_high=0.28, loss_type=loss_type,
+                            max_completion_length=T + 1, num_items_in_batch=float(mask.sum()) + 1)
+        loss.backward()
+        return loss.detach(), x.grad, m
+
+    base = run(lp, old, old)
+    filled = run(torch.where(mask, lp, fill), torch.where(mask, old, fill), torch.where(mask, old, fill))
+    assert torch.equal(base[0], filled[0]) and torch.equal(base[1], filled[1]) and base[2] == filled[2]
+    assert bool(torch.isfinite(filled[1]).all()) and bool((filled[1][~mask] == 0).all())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 6), st.floats(-100, 100), st.sampled_from([1e-15, 1e-12, 1e-9, 1e-3, 1.0]), st.integers(0, 1), st.data())
+def test_unit_std_for_any_real_spread(g, base, noise, ddof, data):
+    """Property: with eps = 0 a group with any real spread gets advantages of mean 0 and std 1; no spread gives exact 0."""
+    ks = data.draw(st.lists(st.integers(-3, 3), min_size=g, max_size=g))
+    r = [base + k * noise for k in ks]
+    A = group_advantages(r, g, ddof=ddof, eps=0.0)
+    if max(r) == min(r):
+        assert A.tolist() == [0.0] * g
+    else:
+        assert abs(A.mean().item()) < 1e-9 and A.std(correction=ddof).item() == pytest.approx(1.0, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 4), st.integers(1, 3), st.data())
+def test_integer_rewards_equal_float_rewards(g, G, data):
+    """Property: int64 / bool tensors and lists give bit-identical advantages and group stats to float64 input."""
+    ints = data.draw(st.lists(st.integers(0, 1), min_size=g * G, max_size=g * G))
+    want = group_advantages([float(x) for x in ints], g)
+    assert torch.equal(group_advantages(torch.tensor(ints), g), want)
+    assert torch.equal(group_advantages(torch.tensor(ints).bool(), g), want)
+    assert torch.equal(group_advantages(ints, g), want)
+    assert [torch.equal(a, b) for a, b in zip(group_stats(torch.tensor(ints), g), group_stats([float(x) for x in ints], g))] == [True, True]

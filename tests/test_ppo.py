@@ -143,3 +143,39 @@ def test_kl_shaped_reward_masked_fillers():
     assert r.tolist() == pytest.approx([1.0 - 0.1 * (0.5 - 1.0)])
     r = kl_shaped_reward([1.0], lp, ref, beta=0.1, mask=[[1, 1, 0]], per_token=True)
     assert r[0].tolist() == pytest.approx([-0.05, 1.1, 0.0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(0.0, 3.0), st.floats(-3, 3).filter(lambda a: a != 0), st.floats(0.05, 0.5), st.floats(0.05, 0.6))
+def test_clip_fraction_counts_exactly_where_the_objective_clips(rho, adv, eps, eps_high):
+    """Property: the region clip fraction is 1 exactly when the objective's clipped term binds (min differs from ρA)."""
+    lp = torch.tensor([[math.log(rho) - 2.0 if rho > 0 else -60.0]], dtype=torch.float64)
+    old = torch.tensor([[-2.0]], dtype=torch.float64)
+    obj, m = ppo_objective(lp, old, torch.tensor([[adv]], dtype=torch.float64), epsilon=eps, epsilon_high=eps_high)
+    r = torch.exp(lp - old).item()  # the ratio exactly as the objective forms it
+    binds = obj.item() != r * adv
+    assert (m["clip_ratio/region_mean"] == 1.0) == binds
+    assert m["clipfrac"] == (1.0 if not 1 - eps <= r <= 1 + eps_high else 0.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.data())
+def test_ppo_objective_ignores_whatever_masked_positions_hold(B, T, data):
+    """Property: fillers at masked positions of every input change neither objective, gradient nor metrics."""
+    draw = lambda lo, hi: torch.tensor(data.draw(st.lists(st.lists(st.floats(lo, hi), min_size=T, max_size=T), min_size=B, max_size=B)),
+                                       dtype=torch.float64)
+    lp, old, adv, v, g, h = draw(-5, 0), draw(-5, 0), draw(-3, 3), draw(-3, 3), draw(-3, 3), draw(0, 2)
+    mask = torch.tensor(data.draw(st.lists(st.lists(st.booleans(), min_size=T, max_size=T), min_size=B, max_size=B)))
+    mask[0, 0] = True
+    fill = torch.tensor(data.draw(st.lists(st.lists(st.sampled_from([0.0, -1e4, float("-inf"), float("inf"), float("nan")]),
+                                                    min_size=T, max_size=T), min_size=B, max_size=B)), dtype=torch.float64)
+
+    def run(f):
+        x = f(lp).clone().requires_grad_(True)
+        obj, m = ppo_objective(x, f(old), f(adv), mask, 0.2, 0.3, f(v), f(g), 0.5, f(h), 0.01)
+        obj.backward()
+        return obj.detach(), x.grad, m
+
+    a = run(lambda t: t)
+    b = run(lambda t: torch.where(mask, t, fill))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[2] == b[2]

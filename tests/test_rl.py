@@ -113,3 +113,14 @@ def test_likelihood_ratio_overflow_and_bad_next_value():
         td_residuals([1.0], [0.0], 0.9, next_value=float("nan"))
     with pytest.raises(ValueError, match="baseline must be finite"):
         advantage_from_baseline([1.0], [float("inf")])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=6), st.floats(0, 1))
+def test_integer_tensors_give_the_float_results(ints, gamma):
+    """Property: int64 tensors are converted at the boundary, never computed in integer arithmetic."""
+    floats = [float(x) for x in ints]
+    assert torch.equal(discounted_returns(torch.tensor(ints), gamma), discounted_returns(floats, gamma))
+    vals = list(reversed(ints))
+    assert torch.equal(td_residuals(torch.tensor(ints), torch.tensor(vals), gamma), td_residuals(floats, [float(v) for v in vals], gamma))
+    assert all(torch.equal(a, b) for a, b in zip(gae(torch.tensor(ints), vals, gamma, 0.5), gae(floats, [float(v) for v in vals], gamma, 0.5)))

@@ -144,3 +144,34 @@ def test_token_logprobs_with_minus_inf_logits_and_ignored_garbage():
     with pytest.raises(ValueError, match="labels must be integer"):
         token_logprobs(torch.zeros(1, 1, 2), torch.tensor([[0.5]]))
     assert token_logprobs(torch.tensor([[[1e4, 0.0]]]), [[1]]).item() == -1e4  # huge logits stay exact
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.sampled_from(["token", "sequence", "sum"]), st.data())
+def test_sft_loss_ignores_whatever_masked_positions_hold(B, T, normalization, data):
+    """Property: masked entries (any filler) change neither the SFT loss nor its gradient."""
+    lp = torch.tensor(data.draw(st.lists(st.lists(st.floats(-20, 0), min_size=T, max_size=T), min_size=B, max_size=B)), dtype=torch.float64)
+    mask = torch.tensor(data.draw(st.lists(st.lists(st.booleans(), min_size=T, max_size=T), min_size=B, max_size=B)))
+    mask[:, 0] = True
+    fill = torch.tensor(data.draw(st.lists(st.lists(st.sampled_from([0.0, -1e4, float("-inf"), float("inf"), float("nan")]),
+                                                    min_size=T, max_size=T), min_size=B, max_size=B)), dtype=torch.float64)
+    x, y = lp.clone().requires_grad_(True), torch.where(mask, lp, fill).requires_grad_(True)
+    a, b = sft_loss(x, mask, normalization), sft_loss(y, mask.int(), normalization)
+    a.backward()
+    b.backward()
+    assert torch.equal(a, b) and torch.equal(x.grad, y.grad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.data())
+def test_minus_inf_logits_renormalise_over_the_rest(V, data):
+    """Property: tokens with logit −inf drop out; the others get log of their renormalised probability."""
+    logits = data.draw(st.lists(st.floats(-30, 30), min_size=V, max_size=V))
+    off = data.draw(st.lists(st.booleans(), min_size=V, max_size=V))
+    label = data.draw(st.integers(0, V - 1))
+    off[label] = False
+    x = [float("-inf") if o else v for v, o in zip(logits, off)]
+    kept = [v for v, o in zip(logits, off) if not o]
+    m = max(kept)
+    want = logits[label] - (m + math.log(sum(math.exp(v - m) for v in kept)))
+    assert token_logprobs(torch.tensor([[x]], dtype=torch.float64), [[label]]).item() == pytest.approx(want, rel=1e-12, abs=1e-12)
