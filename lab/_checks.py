@@ -14,25 +14,66 @@ import torch
 TensorLike = Union[torch.Tensor, float, int, Sequence[float], Sequence[Sequence[float]]]
 
 
-def as_tensor(x: TensorLike, name: str, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """Turn floats and (nested) lists into a float64 tensor; keep tensors as they are.
+def as_tensor(
+    x: TensorLike, name: str, dtype: torch.dtype | None = None, allow_nan: bool = False, allow_empty: bool = True
+) -> torch.Tensor:
+    """Turn numbers, bools, (nested) lists and tensors into a floating tensor, at the boundary.
 
-    Plain Python input becomes float64 so that worked examples are exact to ~1e-15;
-    tensors keep their dtype and device (and their autograd graph).
+    Conventions (declared, so that a learner gets the same number whatever container they type):
+
+    - plain Python input (numbers, bools, lists) becomes float64, so worked examples are exact to ~1e-15;
+    - integer and boolean tensors become float64 (exact for integers below 2**53), never truncated later;
+    - floating tensors keep their dtype, device and autograd graph;
+    - complex input, ragged lists and strings raise ``ValueError`` naming the argument.
+
+    ``allow_nan=False`` (default) refuses NaN anywhere; functions with a mask pass ``allow_nan=True``
+    and check only the active positions (a masked position may hold anything). ``allow_empty=False``
+    refuses a tensor with no element.
     """
     if isinstance(x, torch.Tensor):
-        t = x if dtype is None else x.to(dtype)
+        t = x
+        if t.is_complex():
+            raise ValueError(f"{name} must be real; got a complex tensor")
+        if not t.is_floating_point():
+            t = t.to(torch.float64)  # ints and bools: convert, never compute in integer arithmetic
+        if dtype is not None:
+            t = t.to(dtype)
     else:
+        if isinstance(x, (str, bytes)):
+            raise ValueError(f"{name} must be a number, a list of numbers or a tensor; got {x!r}")
         try:
             t = torch.as_tensor(x, dtype=dtype or torch.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a number, a list of numbers or a tensor; got {x!r}") from exc
-    if t.is_floating_point() and bool(torch.isnan(t).any()):
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+            raise ValueError(f"{name} must be a number, a list of numbers or a tensor (lists not ragged); got {x!r}") from exc
+    if not allow_empty and t.numel() == 0:
+        raise ValueError(f"{name} must not be empty; got shape {tuple(t.shape)}")
+    if not allow_nan and bool(torch.isnan(t.detach()).any()):
         raise ValueError(f"{name} must not contain NaN")
     return t
 
 
+def active_values(t: torch.Tensor, active: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
+    """``t`` at active positions and ``fill`` elsewhere, chosen BEFORE any exp/log/multiply.
+
+    ``torch.where`` sends no gradient to the unselected branch, so a masked filler (0, −1e4, ±inf, NaN)
+    changes neither the value nor the gradient of what is computed from the result.
+    """
+    return torch.where(active, t, torch.full_like(t, fill))
+
+
+def check_active(t: torch.Tensor, active: torch.Tensor, name: str, finite: bool = True, logprob: bool = False) -> None:
+    """Validate only the active positions of ``t``: no NaN (always), finite (``finite``), <= 0 (``logprob``)."""
+    vals = t.detach()[active]
+    if bool(torch.isnan(vals).any()):
+        raise ValueError(f"{name} must not contain NaN at active (unmasked) positions")
+    if logprob:
+        check_log_probabilities(vals, name)
+    elif finite:
+        check_finite(vals, name)
+
+
 def check_finite(t: torch.Tensor, name: str) -> None:
+    t = t.detach()
     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must be finite; got {t.tolist() if t.numel() <= 16 else 'a tensor with inf'}")
 
@@ -71,15 +112,32 @@ def check_pmf(p: torch.Tensor, name: str, atol: float = 1e-6) -> None:
         raise ValueError(f"{name} must sum to 1 along its last dimension; sums are {sums.tolist()}")
 
 
+def as_float(value: float, name: str) -> float:
+    """A Python float from a number (or a one-element tensor); anything else is a ValueError naming ``name``."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be a number; got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        raise ValueError(f"{name} must be a number; got {value!r}") from None
+
+
+def check_int(value: int, name: str, minimum: int) -> int:
+    """An integer (not a bool, not a float) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return value
+
+
 def check_positive(value: float, name: str) -> float:
-    value = float(value)
+    value = as_float(value, name)
     if not value > 0 or value != value or value == float("inf"):
         raise ValueError(f"{name} must be > 0 and finite; got {value}")
     return value
 
 
 def check_nonnegative(value: float, name: str) -> float:
-    value = float(value)
+    value = as_float(value, name)
     if not value >= 0 or value == float("inf"):
         raise ValueError(f"{name} must be >= 0 and finite; got {value}")
     return value
@@ -87,7 +145,7 @@ def check_nonnegative(value: float, name: str) -> float:
 
 def check_closed_unit(value: float, name: str) -> float:
     """gamma, lambda: must lie in [0, 1]."""
-    value = float(value)
+    value = as_float(value, name)
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must lie in [0, 1]; got {value}")
     return value
@@ -95,7 +153,7 @@ def check_closed_unit(value: float, name: str) -> float:
 
 def check_open_unit(value: float, name: str) -> float:
     """Clipping widths epsilon: must lie in (0, 1)."""
-    value = float(value)
+    value = as_float(value, name)
     if not 0.0 < value < 1.0:
         raise ValueError(f"{name} must lie in (0, 1); got {value}")
     return value
@@ -125,19 +183,19 @@ def check_same_shape(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str)
 
 
 def as_mask(mask: TensorLike | None, like: torch.Tensor, name: str = "mask", allow_empty: bool = False) -> torch.Tensor:
-    """A 0/1 mask with the shape of ``like``, in ``like``'s dtype; ``None`` means all ones.
+    """A 0/1 mask with the shape of ``like``, in ``like``'s floating dtype; ``None`` means all ones.
 
-    An all-zero mask raises unless ``allow_empty`` (an average over no tokens is undefined).
+    Accepts bool, int and float tensors and lists. An all-zero mask raises unless ``allow_empty``
+    (an average over no tokens is undefined). Use ``mask > 0`` for the boolean active set.
     """
+    dt = like.dtype if like.is_floating_point() else torch.float64
     if mask is None:
-        return torch.ones_like(like)
-    m = as_tensor(mask, name)
-    if m.dtype == torch.bool:
-        m = m.to(like.dtype)
+        return torch.ones(like.shape, dtype=dt, device=like.device)
+    m = as_tensor(mask, name).detach()
     if m.shape != like.shape:
         raise ValueError(f"{name} (shape {tuple(m.shape)}) must have the shape of the values it masks {tuple(like.shape)}")
     if not bool(((m == 0) | (m == 1)).all()):
-        raise ValueError(f"{name} must contain only 0 and 1")
+        raise ValueError(f"{name} must contain only 0 and 1 (or True/False)")
     if not allow_empty and not bool((m != 0).any()):
         raise ValueError(f"{name} selects no element (all zeros); the average over an empty set is undefined")
-    return m.to(like.dtype)
+    return m.to(dt)

@@ -22,7 +22,20 @@ from lab._checks import (
     check_pmf,
     check_positive,
     check_probabilities,
+    check_same_shape,
 )
+
+
+def _tilted_logits(ref: torch.Tensor, r: torch.Tensor, beta: float) -> torch.Tensor:
+    """log π_ref + r/β on the reference's support, −inf off it; the log is taken only of positive
+    entries (1 substituted first), so a zero in ``ref_probs`` gives no NaN gradient."""
+    check_pmf(ref, "ref_probs")
+    check_finite(r, "rewards")
+    on = ref > 0
+    logits = torch.log(torch.where(on, ref, torch.ones_like(ref))) + r / beta
+    if not bool(torch.isfinite(logits.detach()[on]).all()):
+        raise ValueError("rewards / beta overflows the dtype; use a larger beta or smaller rewards")
+    return torch.where(on, logits, torch.full_like(ref, float("-inf")))
 
 
 def optimal_policy(ref_probs: TensorLike, rewards: TensorLike, beta: float) -> torch.Tensor:
@@ -34,19 +47,14 @@ def optimal_policy(ref_probs: TensorLike, rewards: TensorLike, beta: float) -> t
     """
     beta = check_positive(beta, "beta")
     ref, r = broadcast_pair(as_tensor(ref_probs, "ref_probs"), as_tensor(rewards, "rewards"), "ref_probs", "rewards")
-    check_pmf(ref, "ref_probs")
-    check_finite(r, "rewards")
-    logits = torch.where(ref > 0, torch.log(ref) + r / beta, torch.full_like(ref, float("-inf")))
-    return torch.softmax(logits, dim=-1)
+    return torch.softmax(_tilted_logits(ref, r, beta), dim=-1)
 
 
 def log_partition(ref_probs: TensorLike, rewards: TensorLike, beta: float) -> torch.Tensor:
     """log Z_r = log Σ_y π_ref(y) exp(r(y)/β) [ftip-003O], over the last dimension."""
     beta = check_positive(beta, "beta")
     ref, r = broadcast_pair(as_tensor(ref_probs, "ref_probs"), as_tensor(rewards, "rewards"), "ref_probs", "rewards")
-    check_pmf(ref, "ref_probs")
-    logits = torch.where(ref > 0, torch.log(ref) + r / beta, torch.full_like(ref, float("-inf")))
-    return torch.logsumexp(logits, dim=-1)
+    return torch.logsumexp(_tilted_logits(ref, r, beta), dim=-1)
 
 
 def reward_from_policy(policy_probs: TensorLike, ref_probs: TensorLike, beta: float, log_partition: TensorLike = 0.0) -> torch.Tensor:
@@ -60,7 +68,12 @@ def reward_from_policy(policy_probs: TensorLike, ref_probs: TensorLike, beta: fl
     p, q = broadcast_pair(as_tensor(policy_probs, "policy_probs"), as_tensor(ref_probs, "ref_probs"), "policy_probs", "ref_probs")
     check_probabilities(p, "policy_probs")
     check_probabilities(q, "ref_probs")
-    return beta * (torch.log(p) - torch.log(q)) + beta * as_tensor(log_partition, "log_partition").to(p.dtype)
+    lz = as_tensor(log_partition, "log_partition")
+    check_finite(lz, "log_partition")
+    out = beta * (torch.log(p) - torch.log(q)) + beta * lz.to(p.dtype)
+    if not bool(torch.isfinite(out.detach()).all()):
+        raise ValueError("beta * log(policy_probs / ref_probs) overflows the dtype; use a smaller beta")
+    return out
 
 
 def _logratio_margin(
@@ -73,7 +86,14 @@ def _logratio_margin(
     for t, n in zip(ts[1:], names[1:]):
         if t.shape != shape:
             raise ValueError(f"{n} (shape {tuple(t.shape)}) must have the shape of chosen_logps {tuple(shape)}")
-    return ts[0] - ts[2], ts[1] - ts[3]
+    if ts[0].numel() == 0:
+        raise ValueError("chosen_logps must contain at least one pair")
+    dtype = torch.promote_types(torch.promote_types(ts[0].dtype, ts[1].dtype), torch.promote_types(ts[2].dtype, ts[3].dtype))
+    ts = [t.to(dtype) for t in ts]
+    lc, lr = ts[0] - ts[2], ts[1] - ts[3]
+    if not bool(torch.isfinite((lc - lr).detach()).all()):
+        raise ValueError("chosen_logps, rejected_logps and their references are so far apart that the margin overflows")
+    return lc, lr
 
 
 def preference_probability(
@@ -116,13 +136,21 @@ def dpo_gradient_weight(
     return torch.sigmoid(-beta * (lc - lr))
 
 
-def dpo_metrics(chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor) -> dict[str, float]:
-    """Batch means under TRL's names: ``rewards/chosen``, ``rewards/rejected``, ``rewards/margins``, ``rewards/accuracies``."""
+def dpo_metrics(chosen_rewards: TensorLike, rejected_rewards: TensorLike) -> dict[str, float]:
+    """Batch means under TRL's names: ``rewards/chosen``, ``rewards/rejected``, ``rewards/margins``, ``rewards/accuracies``.
+
+    ``chosen_rewards`` and ``rejected_rewards``: (N,) implicit rewards from :func:`dpo_loss`, finite, same shape."""
+    chosen_rewards = as_tensor(chosen_rewards, "chosen_rewards", allow_empty=False).detach()
+    rejected_rewards = as_tensor(rejected_rewards, "rejected_rewards", allow_empty=False).detach()
+    check_same_shape(chosen_rewards, rejected_rewards, "chosen_rewards", "rejected_rewards")
+    check_finite(chosen_rewards, "chosen_rewards")
+    check_finite(rejected_rewards, "rejected_rewards")
+    chosen_rewards, rejected_rewards = broadcast_pair(chosen_rewards, rejected_rewards, "chosen_rewards", "rejected_rewards")
     return {
         "rewards/chosen": float(chosen_rewards.mean()),
         "rewards/rejected": float(rejected_rewards.mean()),
         "rewards/margins": float((chosen_rewards - rejected_rewards).mean()),
-        "rewards/accuracies": float((chosen_rewards > rejected_rewards).float().mean()),
+        "rewards/accuracies": float((chosen_rewards > rejected_rewards).to(chosen_rewards.dtype).mean()),
     }
 
 

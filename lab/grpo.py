@@ -20,11 +20,14 @@ import torch
 
 from lab._checks import (
     TensorLike,
+    active_values,
+    as_float,
     as_mask,
     as_tensor,
+    check_active,
     check_choice,
     check_finite,
-    check_log_probabilities,
+    check_int,
     check_nonnegative,
     check_positive,
 )
@@ -40,30 +43,68 @@ def _grouped(rewards: TensorLike, group_size: int) -> torch.Tensor:
     check_finite(r, "rewards")
     if r.dim() != 1:
         raise ValueError(f"rewards must be a flat vector (N,) of group members; got shape {tuple(r.shape)}")
-    if not isinstance(group_size, int) or group_size < 2:
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 2:
         raise ValueError(f"group_size must be an integer >= 2 (a group needs a comparison); got {group_size!r}")
     if r.numel() == 0 or r.numel() % group_size:
         raise ValueError(f"group_size {group_size} must divide the number of rewards {r.numel()}")
     return r.view(-1, group_size)  # (G, g)
 
 
+def _zero_spread(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """True where every value is equal: max == min, exactly.
+
+    The one zero-spread test of this module (group_advantages, group_stats, process_advantages and
+    dynamic_sampling all use it). ``torch.std`` of equal floats is ~1e-17, not 0, so ``std == 0``
+    misses real all-equal groups such as [0.1, 0.1, 0.1].
+    """
+    if dim is None:
+        return x.max() == x.min()
+    return x.amax(dim) == x.amin(dim)
+
+
+def _scaled(x: torch.Tensor, dim: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(c, s)`` with x − min(x) = c·s, ``c`` in [0, 1) and ``s`` a power of two (1 for an all-equal set).
+
+    Subtracting the minimum makes near-equal values subtract exactly (Sterbenz) and turns an all-equal
+    set into exact zeros, so its mean deviation and std are exactly 0. Dividing by a power of two is
+    exact and keeps the squares inside the std from underflowing (spread 1e-200) or overflowing (1e200).
+    """
+    low = x.min() if dim is None else x.amin(dim, keepdim=True)
+    shifted = x - low
+    if not bool(torch.isfinite(shifted).all()):
+        raise ValueError("rewards are too far apart: max(rewards) - min(rewards) overflows the dtype")
+    top = shifted.max() if dim is None else shifted.amax(dim, keepdim=True)
+    s = torch.where(top > 0, torch.ldexp(torch.ones_like(top), torch.frexp(top).exponent), torch.ones_like(top))
+    return shifted / s, s
+
+
 def _std(x: torch.Tensor, ddof: int, dim=None) -> torch.Tensor:
     n = x.shape[dim] if dim is not None else x.numel()
-    if ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 (population std) or 1 (sample std, Bessel); got {ddof}")
+    if isinstance(ddof, bool) or ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (population std) or 1 (sample std, Bessel); got {ddof!r}")
     if n - ddof <= 0:
         raise ValueError(f"ddof={ddof} needs more than {ddof} values; got {n}")
-    return torch.std(x, dim=dim, correction=ddof)
+    c, s = _scaled(x, dim)
+    return torch.std(c, dim=dim, correction=ddof) * (s if dim is None else s.squeeze(dim))
+
+
+def _centred(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """x − mean(x), computed from the exact shift-and-scale of :func:`_scaled` (exactly 0 for equal values)."""
+    c, s = _scaled(x, dim)
+    return (c - (c.mean() if dim is None else c.mean(dim, keepdim=True))) * s
 
 
 def group_stats(rewards: TensorLike, group_size: int, ddof: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Group mean R̄ and standard deviation S_R per prompt group [ftip-004C; Shao et al. 2024, §4.1.2].
 
     ``rewards`` (N,) → ``(mean, std)``, each (G,). ``ddof=1`` divides by g−1 (TRL's ``nanstd``),
-    ``ddof=0`` by g (population std, the reference's ftip-004N example).
+    ``ddof=0`` by g (population std, as in the lab's ftip-004N illustration).
+    A group whose rewards are all equal has std exactly 0 and mean exactly its common value.
     """
     r = _grouped(rewards, group_size)
-    return r.mean(-1), _std(r, ddof, dim=-1)
+    c, s = _scaled(r, -1)  # (G, g), (G, 1)
+    mean = r.amin(-1) + (c.mean(-1, keepdim=True) * s).squeeze(-1)  # (G,)
+    return mean, _std(r, ddof, dim=-1)
 
 
 def group_advantages(
@@ -83,25 +124,38 @@ def group_advantages(
       ``"none"``: centred credit R_i − R̄ only (Dr. GRPO; the reference's ftip-004M).
     - ``eps`` is added to the std (TRL: 1e-4). With ``eps = 0`` the written formula is undefined for a
       zero-spread group, so the policy below decides.
-    - ``zero_std``: a group whose rewards are all equal has no relative signal. ``"zero"`` gives its
-      members advantage 0 (what TRL's eps produces); ``"raise"`` raises ``ValueError`` naming the group.
-      Applies whenever a std divides (scale "group", or "batch" with a zero-spread batch).
+    - Zero spread means max == min exactly (not ``std == 0``: the std of equal floats is ~1e-17).
+      Such a group has no relative signal: its members get advantage exactly 0 under every scale.
+      ``zero_std`` decides what happens when a zero spread would *divide*: ``"zero"`` gives 0,
+      ``"raise"`` raises ``ValueError`` naming the groups (scale "group"), or the batch (scale "batch"
+      with all rewards equal). Scale "none" never divides, so it never raises.
 
-    With the defaults this equals TRL 1.16's GRPO advantages.
+    With the defaults this equals TRL 1.16's GRPO advantages wherever a group has spread; for an
+    all-equal group TRL returns (R − R̄)/(~1e-17 + 1e-4) ≈ 1e-13, the lab exactly 0 (deliberate).
+    Rewards are centred as (R − min) − mean(R − min) (scaled by a power of two), so near-equal rewards
+    lose no digits and tiny or huge spreads neither underflow nor overflow.
     """
     check_choice(scale, "scale", ("group", "batch", "none"))
     check_choice(zero_std, "zero_std", ("zero", "raise"))
     eps = check_nonnegative(eps, "eps")
     r = _grouped(rewards, group_size)  # (G, g)
-    centred = r - r.mean(-1, keepdim=True)  # (G, g)
+    zero = _zero_spread(r, -1)  # (G,)
+    centred = _centred(r, -1)  # (G, g), exactly 0 in zero-spread groups
     if scale == "none":
         return centred.flatten()
-    std = _std(r, ddof, dim=-1).unsqueeze(-1) if scale == "group" else _std(r, ddof).expand(r.shape[0], 1)  # (G, 1)
-    zero = (std == 0).squeeze(-1)  # (G,) spread exactly zero: every member equals the mean
-    if bool(zero.any()) and zero_std == "raise":
-        which = zero.nonzero().flatten().tolist()
-        raise ValueError(f"rewards: groups {which} have zero spread, so std scaling is undefined (zero_std='raise')")
-    adv = torch.where(zero.unsqueeze(-1), torch.zeros_like(centred), centred / (std + eps))
+    if scale == "group":
+        std = _std(r, ddof, dim=-1).unsqueeze(-1)  # (G, 1)
+        undefined = zero  # (G,)
+        if bool(undefined.any()) and zero_std == "raise":
+            which = undefined.nonzero().flatten().tolist()
+            raise ValueError(f"rewards: groups {which} have zero spread (all rewards equal), so std scaling is undefined (zero_std='raise')")
+    else:
+        std = _std(r, ddof).expand(r.shape[0], 1)  # (G, 1)
+        undefined = _zero_spread(r).expand(r.shape[0]) | zero  # zero-spread groups have centred == 0 anyway
+        if bool(_zero_spread(r)) and zero_std == "raise":
+            raise ValueError("rewards: the whole batch has zero spread (all rewards equal), so batch std scaling is undefined (zero_std='raise')")
+    denom = torch.where(undefined.unsqueeze(-1), torch.ones_like(std), std + eps)  # never 0/0, not even in the gradient
+    adv = torch.where(undefined.unsqueeze(-1), torch.zeros_like(centred), centred / denom)
     return adv.flatten()
 
 
@@ -131,12 +185,11 @@ def dynamic_sampling(rewards: TensorLike, group_size: int, target_groups: int | 
     more must be sampled (the caller samples again, as DAPO does); if more, the first ones are kept.
     """
     r = _grouped(rewards, group_size)
-    spread = (r.max(-1).values - r.min(-1).values) > 0  # (G,)
+    spread = ~_zero_spread(r, -1)  # (G,) the same test as group_advantages' zero_std policy
     kept = spread.nonzero().flatten().tolist()
     dropped = (~spread).nonzero().flatten().tolist()
     if target_groups is not None:
-        if target_groups < 1:
-            raise ValueError(f"target_groups must be >= 1; got {target_groups}")
+        check_int(target_groups, "target_groups", 1)
         if len(kept) < target_groups:
             raise ValueError(f"target_groups={target_groups} but only {len(kept)} groups have reward spread; sample more groups")
         dropped = sorted(dropped + kept[target_groups:])
@@ -154,12 +207,12 @@ def overlong_penalty(lengths: TensorLike, max_length: int, buffer: int, penalty:
     Added to the task reward. ``lengths`` (N,) → (N,). Same values as TRL's
     ``get_soft_overlong_punishment`` (which has penalty 1).
     """
-    if not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive integer; got {max_length!r}")
-    if not isinstance(buffer, int) or not 0 < buffer <= max_length:
+    check_int(max_length, "max_length", 1)
+    if isinstance(buffer, bool) or not isinstance(buffer, int) or not 0 < buffer <= max_length:
         raise ValueError(f"buffer must be an integer in (0, max_length]; got {buffer!r}")
     penalty = check_positive(penalty, "penalty")
     L = as_tensor(lengths, "lengths")
+    check_finite(L, "lengths")
     if bool((L < 0).any()):
         raise ValueError("lengths must be >= 0")
     start = max_length - buffer
@@ -168,8 +221,8 @@ def overlong_penalty(lengths: TensorLike, max_length: int, buffer: int, penalty:
 
 
 def aggregate_token_loss(
-    per_token_loss: torch.Tensor,
-    mask: torch.Tensor,
+    per_token_loss: TensorLike,
+    mask: TensorLike,
     loss_type: LossType = "grpo",
     max_completion_length: int | None = None,
     num_items_in_batch: float | None = None,
@@ -181,34 +234,48 @@ def aggregate_token_loss(
     - ``"dr_grpo"``: sum / (B · max_completion_length), a constant normaliser (Liu et al. 2025);
     - ``"dapo"``: sum / active tokens of the whole generation batch (``num_items_in_batch``; equal to
       bnpo's count within one batch) (Yu et al. 2025, §3.3).
+
+    ``mask`` (B, T), bool or 0/1. A masked position never affects value or gradient, whatever it holds
+    (0, −1e4, ±inf, NaN): it is replaced by 0 before the sum. Active positions must be finite.
+    An all-zero mask raises except for ``"dr_grpo"`` and ``"dapo"`` with ``num_items_in_batch``,
+    whose normaliser does not depend on this batch's mask (their loss is then 0).
     """
     check_choice(loss_type, "loss_type", ("grpo", "bnpo", "dr_grpo", "dapo"))
-    m = mask.to(per_token_loss.dtype)
+    x = as_tensor(per_token_loss, "per_token_loss", allow_nan=True)
+    if x.dim() != 2:
+        raise ValueError(f"per_token_loss must have shape (B, T); got {tuple(x.shape)}")
+    fixed_norm = loss_type == "dr_grpo" or (loss_type == "dapo" and num_items_in_batch is not None)
+    m = as_mask(mask, x, "mask", allow_empty=fixed_norm)
+    active = m > 0
+    check_active(x, active, "per_token_loss")
+    total = active_values(x, active).sum(-1)  # (B,) masked fillers never reach the sum
     if loss_type == "grpo":
         per_seq = m.sum(-1)
         if bool((per_seq == 0).any()):
             empty = (per_seq == 0).nonzero().flatten().tolist()
             raise ValueError(f"mask has no active token in responses {empty}; their per-response mean (loss_type='grpo') is undefined")
-        return ((per_token_loss * m).sum(-1) / per_seq).mean()
+        return (total / per_seq).mean()
     if loss_type == "bnpo":
-        return (per_token_loss * m).sum() / m.sum()
+        return total.sum() / m.sum()
     if loss_type == "dr_grpo":
-        L = per_token_loss.shape[-1] if max_completion_length is None else max_completion_length
-        if L < per_token_loss.shape[-1]:
-            raise ValueError(f"max_completion_length ({L}) must be >= the completion width {per_token_loss.shape[-1]}")
-        return (per_token_loss * m).sum() / (per_token_loss.shape[0] * L)
-    n = m.sum() if num_items_in_batch is None else torch.as_tensor(float(num_items_in_batch))
-    if float(n) <= 0:
-        raise ValueError(f"num_items_in_batch must be > 0; got {float(n)}")
-    return (per_token_loss * m).sum() / n
+        L = x.shape[-1] if max_completion_length is None else check_int(max_completion_length, "max_completion_length", 1)
+        if L < x.shape[-1]:
+            raise ValueError(f"max_completion_length ({L}) must be >= the completion width {x.shape[-1]}")
+        return total.sum() / (x.shape[0] * L)
+    if num_items_in_batch is None:
+        return total.sum() / m.sum()
+    n = as_float(num_items_in_batch, "num_items_in_batch")
+    if not 0 < n < float("inf"):
+        raise ValueError(f"num_items_in_batch must be > 0 and finite; got {n}")
+    return total.sum() / n
 
 
 def grpo_loss(
-    logps: torch.Tensor,
-    old_logps: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    ref_logps: torch.Tensor | None = None,
+    logps: TensorLike,
+    old_logps: TensorLike,
+    advantages: TensorLike,
+    mask: TensorLike,
+    ref_logps: TensorLike | None = None,
     beta: float = 0.0,
     epsilon: float = 0.2,
     epsilon_high: float | None = None,
@@ -226,40 +293,54 @@ def grpo_loss(
     by default; here it is off unless declared).
     Aggregation by ``loss_type``: see :func:`aggregate_token_loss`.
 
+    Masked positions (``mask`` 0/False) may hold anything (padding fillers 0, −1e4, −100, ±inf, NaN):
+    the log-ratio is formed only at active positions (0 elsewhere, chosen before exp), so they change
+    neither the loss nor the gradient. Active log-probs must be finite and <= 0, and ρ must not overflow.
+
     Returns ``(loss, metrics)`` with TRL's names: ``clip_ratio/low_mean``, ``clip_ratio/high_mean``,
-    ``clip_ratio/region_mean`` and ``kl`` (mean k3 over active tokens, when ``ref_logps`` is given).
-    Loss and gradient match TRL 1.16 for all four loss types.
+    ``clip_ratio/region_mean`` (with the same ε, ε_high as the loss) and ``kl`` (mean k3 over active
+    tokens, when ``ref_logps`` is given). Loss and gradient match TRL 1.16 for all four loss types.
     """
     check_choice(loss_type, "loss_type", ("grpo", "bnpo", "dr_grpo", "dapo"))
     beta = check_nonnegative(beta, "beta")
-    if logps.dim() != 2:
-        raise ValueError(f"logps must have shape (B, T); got {tuple(logps.shape)}")
-    for t, n in ((old_logps, "old_logps"), (mask, "mask")) + (((ref_logps, "ref_logps"),) if ref_logps is not None else ()):
-        if t.shape != logps.shape:
-            raise ValueError(f"{n} (shape {tuple(t.shape)}) must have the shape of logps {tuple(logps.shape)}")
-    m = as_mask(mask, logps, "mask")
+    lp = as_tensor(logps, "logps", allow_nan=True)
+    if lp.dim() != 2:
+        raise ValueError(f"logps must have shape (B, T); got {tuple(lp.shape)}")
+    olp = as_tensor(old_logps, "old_logps", allow_nan=True)
+    rlp = as_tensor(ref_logps, "ref_logps", allow_nan=True) if ref_logps is not None else None
+    for t, n in ((olp, "old_logps"),) + (((rlp, "ref_logps"),) if rlp is not None else ()):
+        if t.shape != lp.shape:
+            raise ValueError(f"{n} (shape {tuple(t.shape)}) must have the shape of logps {tuple(lp.shape)}")
+    m = as_mask(mask, lp, "mask")  # (B, T)
     active = m > 0
-    check_log_probabilities(logps.detach()[active], "logps")
-    check_log_probabilities(old_logps.detach()[active], "old_logps")
-    adv = advantages if advantages.dim() == 2 else advantages.unsqueeze(-1)  # (B, T) or (B, 1)
-    if adv.shape[0] != logps.shape[0] or adv.shape[1] not in (1, logps.shape[1]):
-        raise ValueError(f"advantages (shape {tuple(advantages.shape)}) must be (B,) or (B, T) for logps {tuple(logps.shape)}")
-    adv = adv.detach().to(logps.dtype)
-    ratio = torch.exp(logps - old_logps.detach())  # (B, T)
+    check_active(lp, active, "logps", logprob=True)
+    check_active(olp, active, "old_logps", logprob=True)
+    a = as_tensor(advantages, "advantages", allow_nan=True)
+    adv = a if a.dim() == 2 else a.unsqueeze(-1) if a.dim() == 1 else a.reshape(-1, 1, 1)  # (B, T) or (B, 1)
+    if adv.dim() != 2 or adv.shape[0] != lp.shape[0] or adv.shape[1] not in (1, lp.shape[1]):
+        raise ValueError(f"advantages (shape {tuple(a.shape)}) must be (B,) or (B, T) for logps {tuple(lp.shape)}")
+    adv = adv.detach().to(lp.dtype).expand_as(lp)  # (B, T)
+    check_active(adv, active, "advantages")
+    adv = active_values(adv, active)
+    # the log-ratio exists only at active positions: zero elsewhere BEFORE exp, so fillers cannot overflow
+    log_ratio = active_values(lp, active) - active_values(olp, active).detach()  # (B, T)
+    ratio = torch.exp(log_ratio)  # (B, T), 1 at masked positions
+    if not bool(torch.isfinite(ratio.detach()).all()):
+        raise ValueError("logps - old_logps is so large at an active position that the ratio exp(logps - old_logps) overflows")
     per_token = -clipped_surrogate(ratio, adv, epsilon, epsilon_high)  # (B, T)
     metrics: dict[str, float] = {}
-    if beta > 0 and ref_logps is None:
+    if beta > 0 and rlp is None:
         raise ValueError("ref_logps must be given when beta > 0 (the KL term needs the reference policy)")
-    if ref_logps is not None:
-        check_log_probabilities(ref_logps.detach()[active], "ref_logps")
-        kl = kl_estimate(logps, ref_logps.detach(), "k3")  # (B, T)
+    if rlp is not None:
+        check_active(rlp, active, "ref_logps", logprob=True)
+        kl = kl_estimate(lp, rlp.detach(), "k3", mask=m)  # (B, T), 0 at masked positions
         if kl_bias_correction:
             kl = kl * ratio
         if beta > 0:
             per_token = per_token + beta * kl
-        metrics["kl"] = float((kl.detach() * m).sum() / m.sum())
+        metrics["kl"] = float(kl.detach().sum() / m.sum())
     loss = aggregate_token_loss(per_token, m, loss_type, max_completion_length, num_items_in_batch)
-    metrics.update(clip_fractions(ratio, adv.expand_as(ratio), m, epsilon, epsilon_high))
+    metrics.update(clip_fractions(ratio, adv, m, epsilon, epsilon_high))
     return loss, metrics
 
 
@@ -277,30 +358,48 @@ def process_advantages(
     index at which that step ends (inclusive, increasing). All step rewards of the group are normalised
     together, r̃ = (r − mean)/(std + eps); token t of response i gets Â_{i,t} = Σ_{j: end_j >= t} r̃_{i,j}, the
     sum over the steps at or after it. Tokens after the last step end get 0. Returns (G, length).
-    ``zero_std`` as in :func:`group_advantages`.
+    Zero spread (all step rewards equal, max == min) gives exactly 0 under ``zero_std="zero"`` and raises
+    under ``"raise"``, the same test as :func:`group_advantages`.
     """
     check_choice(zero_std, "zero_std", ("zero", "raise"))
     eps = check_nonnegative(eps, "eps")
-    if len(step_rewards) != len(step_ends) or len(step_rewards) == 0:
+    check_int(length, "length", 1)
+    if isinstance(step_rewards, torch.Tensor):
+        step_rewards = [list(row) for row in step_rewards]
+    if isinstance(step_ends, torch.Tensor):
+        step_ends = step_ends.tolist()
+    try:
+        n_resp, n_ends = len(step_rewards), len(step_ends)
+    except TypeError:
+        raise ValueError("step_rewards and step_ends must be lists (one list per response)") from None
+    if n_resp != n_ends or n_resp == 0:
         raise ValueError("step_rewards and step_ends must list the same (non-zero) number of responses")
-    flat = []
+    flat, ends = [], []
     for i, (rs, es) in enumerate(zip(step_rewards, step_ends)):
+        try:
+            rs, es = list(rs), list(es)
+        except TypeError:
+            raise ValueError(f"step_rewards[{i}] and step_ends[{i}] must be lists") from None
         if len(rs) != len(es) or len(rs) == 0:
             raise ValueError(f"step_rewards[{i}] and step_ends[{i}] must have the same, non-zero length")
-        if list(es) != sorted(set(es)) or es[0] < 0 or es[-1] >= length:
+        es = [int(e) if isinstance(e, torch.Tensor) and e.numel() == 1 and not e.is_floating_point() else e for e in es]
+        if any(isinstance(e, bool) or not isinstance(e, int) for e in es):
+            raise ValueError(f"step_ends[{i}] must hold integer token indices; got {es!r}")
+        if es != sorted(set(es)) or es[0] < 0 or es[-1] >= length:
             raise ValueError(f"step_ends[{i}] must be strictly increasing token indices in [0, {length})")
-        flat += list(rs)
+        flat += [float(x) if isinstance(x, torch.Tensor) and x.numel() == 1 else x for x in rs]
+        ends.append(es)
     allr = as_tensor(flat, "step_rewards")
-    mean, std = allr.mean(), _std(allr, ddof)
-    if float(std) == 0:
+    check_finite(allr, "step_rewards")
+    if _zero_spread(allr):
         if zero_std == "raise":
-            raise ValueError("step_rewards have zero spread, so std scaling is undefined (zero_std='raise')")
+            raise ValueError("step_rewards have zero spread (all equal), so std scaling is undefined (zero_std='raise')")
         norm_all = torch.zeros_like(allr)
     else:
-        norm_all = (allr - mean) / (std + eps)
-    out = torch.zeros(len(step_rewards), length, dtype=allr.dtype)  # (G, T)
+        norm_all = _centred(allr) / (_std(allr, ddof) + eps)  # exact differences for near-equal step rewards
+    out = torch.zeros(len(ends), length, dtype=allr.dtype)  # (G, T)
     k = 0
-    for i, es in enumerate(step_ends):
+    for i, es in enumerate(ends):
         for j, end in enumerate(es):
             out[i, : end + 1] += norm_all[k + j]  # step j's reward credits every token at or before its end
         k += len(es)

@@ -11,7 +11,7 @@ from typing import Literal
 
 import torch
 
-from lab._checks import TensorLike, as_tensor, broadcast_pair, check_choice, check_finite, check_pmf
+from lab._checks import TensorLike, active_values, as_mask, as_tensor, broadcast_pair, check_active, check_choice, check_pmf
 
 KLKind = Literal["k1", "k2", "k3"]
 
@@ -22,11 +22,16 @@ def kl_divergence(p: TensorLike, q: TensorLike) -> torch.Tensor:
     Conventions from the definition: 0·log(0/q) = 0, and the value is +inf when p(y) > 0 = q(y)
     (support mismatch). The order matters: this is the forward divergence of p relative to q.
     ``p`` and ``q`` (..., K) must be probability vectors; returns (...,).
+    Logs are taken only of positive entries (1 is substituted first), so zeros give no NaN gradient.
     """
     pt, qt = broadcast_pair(as_tensor(p, "p"), as_tensor(q, "q"), "p", "q")
     check_pmf(pt, "p")
     check_pmf(qt, "q")
-    terms = torch.where(pt > 0, pt * (torch.log(pt) - torch.log(qt)), torch.zeros_like(pt))  # (..., K)
+    on_p, on_q = pt > 0, qt > 0
+    log_p = torch.log(active_values(pt, on_p, 1.0))
+    log_q = torch.log(active_values(qt, on_q, 1.0))
+    terms = torch.where(on_p, pt * (log_p - log_q), torch.zeros_like(pt))  # (..., K)
+    terms = torch.where(on_p & ~on_q, torch.full_like(pt, float("inf")), terms)  # support mismatch
     return terms.sum(-1)
 
 
@@ -34,16 +39,31 @@ def entropy(p: TensorLike) -> torch.Tensor:
     """Shannon entropy H(p) = −Σ p log p in nats, with 0 log 0 = 0 [ftip-003G]. ``p`` (..., K) → (...,)."""
     pt = as_tensor(p, "p")
     check_pmf(pt, "p")
-    return -torch.where(pt > 0, pt * torch.log(pt), torch.zeros_like(pt)).sum(-1)
+    on = pt > 0
+    return -torch.where(on, pt * torch.log(active_values(pt, on, 1.0)), torch.zeros_like(pt)).sum(-1)
 
 
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of softmax(logits) along the last dimension, (..., V) → (...,); as TRL's ``entropy_from_logits``."""
-    logp = torch.log_softmax(logits, dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+def entropy_from_logits(logits: TensorLike) -> torch.Tensor:
+    """Entropy of softmax(logits) along the last dimension, (..., V) → (...,); as TRL's ``entropy_from_logits``.
+
+    A logit of −inf is a token with probability exactly 0 (top-k / top-p masking) and contributes
+    0·log 0 = 0; its log-probability is replaced before the product, so neither value nor gradient
+    is NaN. NaN or +inf logits, and a row whose logits are all −inf, raise ``ValueError``.
+    """
+    x = as_tensor(logits, "logits")
+    if x.dim() == 0 or x.shape[-1] == 0:
+        raise ValueError(f"logits must have shape (..., V) with V >= 1; got {tuple(x.shape)}")
+    if bool((x.detach() == float("inf")).any()):
+        raise ValueError("logits must not contain +inf")
+    on = x.detach() > float("-inf")  # tokens with positive probability
+    if not bool(on.any(-1).all()):
+        raise ValueError("logits have a row that is all -inf (no token has positive probability)")
+    logp = torch.log_softmax(x, dim=-1)  # −inf exactly where the logit is −inf
+    safe = active_values(logp, on, 0.0)
+    return -torch.where(on, safe.exp() * safe, torch.zeros_like(safe)).sum(-1)
 
 
-def kl_estimate(logp: TensorLike, ref_logp: TensorLike, kind: KLKind = "k3") -> torch.Tensor:
+def kl_estimate(logp: TensorLike, ref_logp: TensorLike, kind: KLKind = "k3", mask: TensorLike | None = None) -> torch.Tensor:
     """Per-token sampled estimate of KL(π_θ ‖ π_ref) from log-probs of tokens sampled from π_θ.
 
     With d = log π_ref − log π_θ (the log of r = π_ref/π_θ):
@@ -53,15 +73,23 @@ def kl_estimate(logp: TensorLike, ref_logp: TensorLike, kind: KLKind = "k3") -> 
     - ``"k3"`` = e^d − d − 1: unbiased and always >= 0 (GRPO's and TRL's per-token KL).
 
     k3 is evaluated as ``expm1(d) − d`` so it stays accurate (and exactly 0) when d → 0.
-    ``logp`` and ``ref_logp`` broadcast; returns their broadcast shape.
+    ``logp`` and ``ref_logp`` broadcast; returns their broadcast shape. ``mask`` (that shape, bool or
+    0/1, optional): masked positions return 0 and may hold anything (fillers, ±inf, NaN); d is set to 0
+    there before the exponential. Active entries must be finite log-probabilities (<= 0), and e^d
+    must not overflow the dtype.
     """
     check_choice(kind, "kind", ("k1", "k2", "k3"))
-    lp, rlp = broadcast_pair(as_tensor(logp, "logp"), as_tensor(ref_logp, "ref_logp"), "logp", "ref_logp")
-    check_finite(lp.detach(), "logp")
-    check_finite(rlp.detach(), "ref_logp")
-    d = rlp - lp
+    lp, rlp = broadcast_pair(as_tensor(logp, "logp", allow_nan=True), as_tensor(ref_logp, "ref_logp", allow_nan=True), "logp", "ref_logp")
+    m = as_mask(mask, lp, "mask", allow_empty=True)
+    active = m > 0
+    check_active(lp, active, "logp", logprob=True)
+    check_active(rlp, active, "ref_logp", logprob=True)
+    d = active_values(rlp, active) - active_values(lp, active)  # 0 at masked positions
     if kind == "k1":
         return -d
     if kind == "k2":
         return 0.5 * d * d
-    return torch.expm1(d) - d
+    out = torch.expm1(d) - d
+    if not bool(torch.isfinite(out.detach()).all()):
+        raise ValueError("ref_logp - logp is so large at some position that exp(ref_logp - logp) overflows (k3)")
+    return out

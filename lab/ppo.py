@@ -15,17 +15,16 @@ import torch
 
 from lab._checks import (
     TensorLike,
-    as_logprobs,
+    active_values,
     as_mask,
     as_tensor,
     broadcast_pair,
+    check_active,
     check_finite,
     check_nonnegative,
     check_open_unit,
     check_positive,
 )
-from lab.kl import kl_estimate
-from lab.rl import likelihood_ratio
 
 
 def _clip_bounds(epsilon: float, epsilon_high: float | None) -> tuple[float, float]:
@@ -43,33 +42,47 @@ def clipped_surrogate(
     ``epsilon_high`` (> 0, default ``epsilon``) the upper one: DAPO's clip-higher when larger
     (ftip-004H). The minimum makes the objective pessimistic: a favourable move beyond the band earns
     nothing more, an unfavourable one is always counted. Returns the objective (not negated).
+    Both inputs must be finite (an infinite ratio times A = 0 has no value).
     """
     low, high = _clip_bounds(epsilon, epsilon_high)
     rho = as_tensor(ratio, "ratio")
+    check_finite(rho, "ratio")
     if not bool((rho.detach() >= 0).all()):
         raise ValueError("ratio must be >= 0 (a ratio of probabilities)")
-    rho, adv = broadcast_pair(rho, as_tensor(advantages, "advantages"), "ratio", "advantages")
+    adv = as_tensor(advantages, "advantages")
+    check_finite(adv, "advantages")
+    rho, adv = broadcast_pair(rho, adv, "ratio", "advantages")
     return torch.minimum(rho * adv, torch.clamp(rho, low, high) * adv)
 
 
 def clip_fractions(
-    ratio: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, epsilon: float = 0.2, epsilon_high: float | None = None
+    ratio: TensorLike,
+    advantages: TensorLike,
+    mask: TensorLike | None = None,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
 ) -> dict[str, float]:
     """Fractions of active tokens whose clipped term is the binding one, split by the sign of A.
 
     ``clip_ratio/low_mean``: A < 0 and ρ < 1−ε; ``clip_ratio/high_mean``: A > 0 and ρ > 1+ε_high;
-    ``clip_ratio/region_mean``: either (TRL's names and definitions).
+    ``clip_ratio/region_mean``: either (TRL's names and definitions). The bounds are exactly those of
+    :func:`clipped_surrogate` with the same ``epsilon``/``epsilon_high``. ``mask`` (bool or 0/1, the
+    broadcast shape; default all active): masked positions may hold anything and are not counted.
     """
     low, high = _clip_bounds(epsilon, epsilon_high)
-    rho, adv = broadcast_pair(ratio.detach(), advantages.detach(), "ratio", "advantages")
-    m = mask.to(rho.dtype).expand_as(rho)
-    is_low = ((rho < low) & (adv < 0)).to(rho.dtype)
-    is_high = ((rho > high) & (adv > 0)).to(rho.dtype)
-    n = m.sum().clamp(min=1.0)
+    rho, adv = broadcast_pair(as_tensor(ratio, "ratio", allow_nan=True).detach(),
+                              as_tensor(advantages, "advantages", allow_nan=True).detach(), "ratio", "advantages")
+    m = as_mask(mask, rho, "mask")
+    active = m > 0
+    check_active(rho, active, "ratio")
+    check_active(adv, active, "advantages")
+    is_low = (rho < low) & (adv < 0) & active
+    is_high = (rho > high) & (adv > 0) & active
+    n = m.sum()
     return {
-        "clip_ratio/low_mean": float((is_low * m).sum() / n),
-        "clip_ratio/high_mean": float((is_high * m).sum() / n),
-        "clip_ratio/region_mean": float((torch.maximum(is_low, is_high) * m).sum() / n),
+        "clip_ratio/low_mean": float(is_low.sum() / n),
+        "clip_ratio/high_mean": float(is_high.sum() / n),
+        "clip_ratio/region_mean": float((is_low | is_high).sum() / n),
     }
 
 
@@ -93,40 +106,60 @@ def ppo_objective(
     ``values``/``value_targets`` (B, T) enter the value loss when given (weight ``c1`` >= 0);
     ``entropy`` (B, T) per-token policy entropy enters the bonus (weight ``c2`` >= 0).
 
+    Masked positions may hold anything (padding fillers 0, −1e4, ±inf, NaN) in every input: each input
+    is replaced by a safe value there before any exp or product, so they change neither the objective,
+    its gradient nor the metrics. Active log-probs must be finite and <= 0; other active inputs finite.
+
     Returns ``(objective, metrics)``; metrics: ``objective/clipped_surrogate``, ``loss/value``,
     ``entropy``, clip fractions split by the sign of A (``clip_ratio/low_mean``, ``clip_ratio/high_mean``,
-    ``clip_ratio/region_mean``), ``clipfrac`` (|ρ−1| > ε, CleanRL) and ``approx_kl`` (mean of
+    ``clip_ratio/region_mean``), ``clipfrac`` (ρ outside [1−ε, 1+ε_high], CleanRL's |ρ−1| > ε when
+    ``epsilon_high`` is None; the same bounds as the objective) and ``approx_kl`` (mean of
     (ρ−1) − log ρ, the k3 estimate of KL(π_old ‖ π_θ), CleanRL).
     """
     c1 = check_nonnegative(c1, "c1")
     c2 = check_nonnegative(c2, "c2")
-    lp, olp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(old_logp, "old_logp"), "logp", "old_logp")
+    low, high = _clip_bounds(epsilon, epsilon_high)
+    lp, olp = broadcast_pair(as_tensor(logp, "logp", allow_nan=True), as_tensor(old_logp, "old_logp", allow_nan=True), "logp", "old_logp")
     m = as_mask(mask, lp, "mask")
-    ratio = likelihood_ratio(lp, olp)  # (B, T)
-    adv = as_tensor(advantages, "advantages").detach()
-    surrogate = clipped_surrogate(ratio, adv, epsilon, epsilon_high)  # (B, T)
+    active = m > 0
+    check_active(lp, active, "logp", logprob=True)
+    check_active(olp, active, "old_logp", logprob=True)
+
+    def masked_input(x: TensorLike, name: str) -> torch.Tensor:
+        t = as_tensor(x, name, allow_nan=True).to(lp.dtype)
+        try:
+            t = t.expand_as(lp)
+        except RuntimeError:
+            raise ValueError(f"{name} (shape {tuple(t.shape)}) must broadcast to logp's shape {tuple(lp.shape)}") from None
+        check_active(t, active, name)
+        return active_values(t, active)
+
+    adv = masked_input(advantages, "advantages").detach()  # (B, T), 0 where masked
+    # the log-ratio exists only at active positions: 0 elsewhere BEFORE exp, so fillers cannot overflow
+    log_ratio = active_values(lp, active) - active_values(olp, active).detach()  # (B, T)
+    ratio = torch.exp(log_ratio)  # (B, T), 1 where masked
+    if not bool(torch.isfinite(ratio.detach()).all()):
+        raise ValueError("logp - old_logp is so large at an active position that the ratio exp(logp - old_logp) overflows")
+    surrogate = clipped_surrogate(ratio, adv, epsilon, epsilon_high)  # (B, T), 0 where masked
     n = m.sum()
-    objective = (surrogate * m).sum() / n
+    objective = surrogate.sum() / n
     metrics: dict[str, float] = {"objective/clipped_surrogate": float(objective.detach())}
     if (values is None) != (value_targets is None):
         raise ValueError("values and value_targets must be given together")
     if values is not None:
-        v, g = broadcast_pair(as_tensor(values, "values"), as_tensor(value_targets, "value_targets"), "values", "value_targets")
-        check_finite(v.detach(), "values")
-        value_loss = (((v - g.detach()) ** 2) * m).sum() / n
+        v, g = masked_input(values, "values"), masked_input(value_targets, "value_targets")
+        value_loss = ((v - g.detach()) ** 2).sum() / n  # masked: 0 − 0
         objective = objective - c1 * value_loss
         metrics["loss/value"] = float(value_loss.detach())
     if entropy is not None:
-        h = as_tensor(entropy, "entropy")
-        mean_h = (h * m).sum() / n
+        mean_h = masked_input(entropy, "entropy").sum() / n
         objective = objective + c2 * mean_h
         metrics["entropy"] = float(mean_h.detach())
     rho = ratio.detach()
-    _, adv_b = broadcast_pair(rho, adv, "ratio", "advantages")
-    metrics.update(clip_fractions(rho, adv_b, m, epsilon, epsilon_high))
-    metrics["clipfrac"] = float((((rho - 1).abs() > epsilon).to(m.dtype) * m).sum() / n)
-    # samples come from the old policy, so this estimates KL(π_old ‖ π_θ): k3 with the roles swapped
-    metrics["approx_kl"] = float((kl_estimate(olp.detach(), lp.detach(), "k3") * m).sum() / n)
+    metrics.update(clip_fractions(rho, adv, m, epsilon, epsilon_high))
+    metrics["clipfrac"] = float((((rho < low) | (rho > high)) & active).sum() / n)
+    # samples come from the old policy, so this estimates KL(π_old ‖ π_θ): k3 of d = log π_θ − log π_old
+    metrics["approx_kl"] = float((torch.expm1(log_ratio.detach()) - log_ratio.detach()).sum() / n)
     return objective, metrics
 
 
@@ -149,21 +182,29 @@ def kl_shaped_reward(
     Both forms sum to the same total per sequence.
     """
     beta = check_positive(beta, "beta")
-    lp, rlp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(ref_logp, "ref_logp"), "logp", "ref_logp")
+    lp, rlp = broadcast_pair(as_tensor(logp, "logp", allow_nan=True), as_tensor(ref_logp, "ref_logp", allow_nan=True), "logp", "ref_logp")
     s = as_tensor(score, "score").to(lp.dtype)
     check_finite(s, "score")
-    log_ratio = (lp - rlp).detach()
-    if lp.dim() <= 1 and not per_token:  # already sequence log-probs
+    if lp.dim() <= 1 and not per_token:  # already sequence log-probs: no mask
+        if mask is not None:
+            raise ValueError("mask applies to token log-probs (B, T); logp here are sequence log-probs (B,)")
+        check_active(lp, torch.ones_like(lp, dtype=torch.bool), "logp", logprob=True)
+        check_active(rlp, torch.ones_like(lp, dtype=torch.bool), "ref_logp", logprob=True)
+        log_ratio = (lp - rlp).detach()
         _, s = broadcast_pair(log_ratio, s, "logp", "score")
         return s - beta * log_ratio
-    m = as_mask(mask, lp, "mask")
+    m = as_mask(mask, lp, "mask", allow_empty=not per_token)
+    active = m > 0
+    check_active(lp, active, "logp", logprob=True)
+    check_active(rlp, active, "ref_logp", logprob=True)
+    log_ratio = (active_values(lp, active) - active_values(rlp, active)).detach()  # (B, T), 0 where masked
     if s.shape != lp.shape[:-1]:
         raise ValueError(f"score (shape {tuple(s.shape)}) must have one entry per sequence {tuple(lp.shape[:-1])}")
     if not per_token:
         return s - beta * (log_ratio * m).sum(-1)
     if bool((m.sum(-1) == 0).any()):
         raise ValueError("mask has a sequence with no active token; its score has no token to attach to")
-    rewards = -beta * log_ratio * m  # (B, T)
+    rewards = -beta * log_ratio  # (B, T), 0 where masked
     T = m.shape[-1]
     last = T - 1 - torch.flip(m, dims=[-1]).argmax(-1)  # (B,) index of the last active token
     return rewards.scatter_add(-1, last.unsqueeze(-1), s.unsqueeze(-1))

@@ -14,7 +14,7 @@ from typing import Hashable, Iterable, Literal, Sequence
 import torch
 import torch.nn.functional as F
 
-from lab._checks import TensorLike, as_tensor, broadcast_pair, check_choice, check_nonnegative
+from lab._checks import TensorLike, as_tensor, broadcast_pair, check_choice, check_finite, check_int, check_nonnegative, check_positive
 
 Outcome = Literal["a", "b", "tie", "abstain", "invalid"]
 OUTCOMES = ("a", "b", "tie", "abstain", "invalid")
@@ -92,6 +92,8 @@ def bradley_terry_probability(r_chosen: TensorLike, r_rejected: TensorLike) -> t
     Only the difference of scores matters: adding one constant to both leaves it unchanged (ftip-002S).
     """
     rc, rr = broadcast_pair(as_tensor(r_chosen, "r_chosen"), as_tensor(r_rejected, "r_rejected"), "r_chosen", "r_rejected")
+    check_finite(rc, "r_chosen")
+    check_finite(rr, "r_rejected")
     return torch.sigmoid(rc - rr)
 
 
@@ -103,11 +105,14 @@ def reward_model_loss(r_chosen: TensorLike, r_rejected: TensorLike, margin: Tens
     Uses ``logsigmoid`` so that extreme score gaps stay finite. Same value as TRL's RewardTrainer loss.
     """
     rc, rr = broadcast_pair(as_tensor(r_chosen, "r_chosen"), as_tensor(r_rejected, "r_rejected"), "r_chosen", "r_rejected")
+    check_finite(rc, "r_chosen")  # inf − inf would be a silent NaN
+    check_finite(rr, "r_rejected")
     if rc.numel() == 0:
         raise ValueError("r_chosen must contain at least one score")
     diff = rc - rr  # (N,)
     if margin is not None:
         diff, m = broadcast_pair(diff, as_tensor(margin, "margin"), "r_chosen - r_rejected", "margin")
+        check_finite(m, "margin")
         diff = diff - m
     return -F.logsigmoid(diff).mean()
 
@@ -160,11 +165,16 @@ def fit_bradley_terry(
     """
     check_choice(normalization, "normalization", ("mean_zero", "anchor"))
     l2 = check_nonnegative(l2, "l2")
+    tol = check_positive(tol, "tol")
+    check_int(max_iter, "max_iter", 1)
     records = list(comparisons)
     obs = [r for r in records if isinstance(r, Observation)]
     obs += to_observations([r for r in records if isinstance(r, Comparison)], ties, abstentions, invalid)
     if not obs:
         raise ValueError("comparisons contain no strict choice to fit")
+    for k, o in enumerate(obs):
+        if not (isinstance(o.weight, (int, float)) and 0 < o.weight < float("inf")):
+            raise ValueError(f"comparisons: observation {k} has weight {o.weight!r}; weights must be > 0 and finite")
     items = _items_in_order(obs)
     if normalization == "anchor" and anchor not in items:
         raise ValueError(f"anchor must be one of the compared items {items}; got {anchor!r}")

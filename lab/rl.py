@@ -14,10 +14,13 @@ import torch
 
 from lab._checks import (
     TensorLike,
+    active_values,
+    as_float,
     as_logprobs,
     as_mask,
     as_tensor,
     broadcast_pair,
+    check_active,
     check_closed_unit,
     check_finite,
     check_same_shape,
@@ -50,6 +53,8 @@ def advantage_from_baseline(returns: TensorLike, baseline: TensorLike) -> torch.
     gradient). ``baseline`` broadcasts against ``returns`` (a scalar, a per-step value, a group mean).
     """
     g, b = broadcast_pair(as_tensor(returns, "returns"), as_tensor(baseline, "baseline"), "returns", "baseline")
+    check_finite(g, "returns")
+    check_finite(b, "baseline")
     return g - b
 
 
@@ -67,7 +72,11 @@ def td_residuals(rewards: TensorLike, values: TensorLike, gamma: float, next_val
     check_finite(v, "values")
     if r.dim() == 0 or r.shape[-1] == 0:
         raise ValueError("rewards must have at least one time step")
-    v_next = torch.cat([v[..., 1:], torch.full_like(v[..., :1], float(next_value))], dim=-1)  # (..., T)
+    nv = as_float(next_value, "next_value")
+    if nv != nv or abs(nv) == float("inf"):
+        raise ValueError(f"next_value must be finite; got {nv}")
+    r, v = broadcast_pair(r, v, "rewards", "values")  # a common floating dtype
+    v_next = torch.cat([v[..., 1:], torch.full_like(v[..., :1], nv)], dim=-1)  # (..., T)
     return r + gamma * v_next - v
 
 
@@ -87,7 +96,7 @@ def gae(
     for t in range(delta.shape[-1] - 1, -1, -1):
         running = delta[..., t] + gamma * lam * running
         adv[..., t] = running
-    return adv, adv + as_tensor(values, "values").to(adv.dtype)
+    return adv, adv + as_tensor(values, "values").to(adv.dtype)  # values were validated by td_residuals
 
 
 def likelihood_ratio(logp: TensorLike, behavior_logp: TensorLike) -> torch.Tensor:
@@ -97,16 +106,24 @@ def likelihood_ratio(logp: TensorLike, behavior_logp: TensorLike) -> torch.Tenso
     log-probability is treated as a constant (no gradient flows into it).
     """
     lp, blp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(behavior_logp, "behavior_logp"), "logp", "behavior_logp")
-    return torch.exp(lp - blp.detach())
+    rho = torch.exp(lp - blp.detach())
+    if not bool(torch.isfinite(rho.detach()).all()):
+        raise ValueError("logp - behavior_logp is so large that the ratio exp(logp - behavior_logp) overflows the dtype")
+    return rho
 
 
 def policy_gradient_surrogate(logp: TensorLike, advantages: TensorLike, mask: TensorLike | None = None) -> torch.Tensor:
     """L^PG(θ) = Ê_t[log π_θ(A_t | H_t) · Â_t] [ftip-0036; Schulman et al. 2017, §2, eqs. 1–2].
 
     The objective to *maximise* (negate it for a loss). ``logp`` and ``advantages`` (..., T);
-    ``mask`` (..., T) selects the sampled decisions entering the empirical average (ftip-006Z).
+    ``mask`` (..., T, bool or 0/1) selects the sampled decisions entering the empirical average (ftip-006Z).
+    Masked positions may hold anything (fillers, ±inf, NaN) and affect neither value nor gradient.
     Advantages are held fixed: their gradient is cut, so the gradient is the score-function estimator.
     """
-    lp, adv = broadcast_pair(as_logprobs(logp, "logp"), as_tensor(advantages, "advantages"), "logp", "advantages")
+    lp, adv = broadcast_pair(as_tensor(logp, "logp", allow_nan=True), as_tensor(advantages, "advantages", allow_nan=True),
+                             "logp", "advantages")
     m = as_mask(mask, lp, "mask")
-    return (lp * adv.detach() * m).sum() / m.sum()
+    active = m > 0
+    check_active(lp, active, "logp", logprob=True)
+    check_active(adv, active, "advantages")
+    return (active_values(lp, active) * active_values(adv, active).detach()).sum() / m.sum()

@@ -16,42 +16,79 @@ from typing import Literal, Sequence
 import torch
 import torch.nn.functional as F
 
-from lab._checks import TensorLike, as_mask, as_tensor, check_choice, check_log_probabilities
+from lab._checks import TensorLike, active_values, as_mask, as_tensor, check_active, check_choice, check_int
 
 Normalization = Literal["token", "sequence", "sum"]
 MaskMode = Literal["completion", "assistant", "full"]
 ROLES = ("system", "user", "assistant")
 
 
-def token_logprobs(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int | None = None) -> torch.Tensor:
+def _as_labels(labels: TensorLike, name: str = "labels") -> torch.Tensor:
+    """Token ids as int64: integer/bool tensors and lists, or floats holding whole numbers."""
+    if isinstance(labels, torch.Tensor):
+        t = labels
+    else:
+        try:
+            t = torch.as_tensor(labels)
+        except (TypeError, ValueError, RuntimeError, OverflowError):
+            raise ValueError(f"{name} must be integer token ids (a tensor or a list); got {labels!r}") from None
+    if t.is_complex():
+        raise ValueError(f"{name} must be integer token ids; got a complex tensor")
+    if t.is_floating_point():
+        if not bool(torch.isfinite(t).all()) or not bool((t == t.round()).all()):
+            raise ValueError(f"{name} must be integer token ids; got non-integer values")
+    return t.long()
+
+
+def token_logprobs(logits: TensorLike, labels: TensorLike, ignore_index: int | None = None) -> torch.Tensor:
     """Log-probability of each label under its logits [ftip-002F].
 
     ``logits`` (B, T, V) and ``labels`` (B, T) must already be aligned: ``logits[:, t]`` is the
     distribution that predicts ``labels[:, t]`` (for a causal LM use :func:`shift_for_next_token`).
-    Positions whose label equals ``ignore_index`` get log-probability 0 so that they add nothing.
-    Same quantity as TRL's ``selective_log_softmax``.
+    Positions whose label equals ``ignore_index`` get log-probability 0 so that they add nothing;
+    their logits may hold anything (even NaN) and get zero gradient. Elsewhere logits must not be NaN
+    or +inf; a logit of −inf is a token of probability 0, and a label on such a token raises
+    ``ValueError`` (its log-probability is −inf). Same quantity as TRL's ``selective_log_softmax``.
     """
-    if logits.dim() != 3:
-        raise ValueError(f"logits must have shape (B, T, V); got {tuple(logits.shape)}")
-    if labels.shape != logits.shape[:2]:
-        raise ValueError(f"labels (shape {tuple(labels.shape)}) must have shape (B, T) = {tuple(logits.shape[:2])}")
-    labels = labels.long()
+    x = as_tensor(logits, "logits", allow_nan=True)
+    if x.dim() != 3:
+        raise ValueError(f"logits must have shape (B, T, V); got {tuple(x.shape)}")
+    labels = _as_labels(labels)
+    if labels.shape != x.shape[:2]:
+        raise ValueError(f"labels (shape {tuple(labels.shape)}) must have shape (B, T) = {tuple(x.shape[:2])}")
+    if ignore_index is not None:
+        ignore_index = check_int(ignore_index, "ignore_index", -(2**62))
     ignored = labels == ignore_index if ignore_index is not None else torch.zeros_like(labels, dtype=torch.bool)
     safe = labels.masked_fill(ignored, 0)
-    V = logits.shape[-1]
-    if bool(((safe < 0) | (safe >= V)).any()):
-        raise ValueError(f"labels must be token ids in [0, {V}) (or ignore_index); got {safe.min().item()}..{safe.max().item()}")
-    logp = torch.gather(F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1),
-                        -1, safe.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    return logp.masked_fill(ignored, 0.0)
+    V = x.shape[-1]
+    if V == 0 or bool(((safe < 0) | (safe >= V)).any()):
+        raise ValueError(f"labels must be token ids in [0, {V}) (or ignore_index); got {safe.min().item() if safe.numel() else '-'}..{safe.max().item() if safe.numel() else '-'}")
+    used = ~ignored  # (B, T)
+    xd = x.detach()[used]
+    if bool(torch.isnan(xd).any()) or bool((xd == float("inf")).any()):
+        raise ValueError("logits must not contain NaN or +inf at positions whose label counts")
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()
+    x = torch.where(used.unsqueeze(-1), x, torch.zeros_like(x))  # ignored rows: any filler, zero gradient
+    logp = torch.gather(F.log_softmax(x, dim=-1), -1, safe.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    logp = logp.masked_fill(ignored, 0.0)
+    if not bool(torch.isfinite(logp.detach()).all()):
+        raise ValueError("logits give some label probability 0 (its logit is -inf, or all logits of the row are -inf); its log-probability is -inf")
+    return logp
 
 
-def shift_for_next_token(logits: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def shift_for_next_token(logits: TensorLike, input_ids: TensorLike) -> tuple[torch.Tensor, torch.Tensor]:
     """Align a causal LM's outputs with its targets: position t predicts token t+1.
 
     Returns ``(logits[:, :-1], input_ids[:, 1:])`` with shapes (B, T-1, V) and (B, T-1).
     """
-    return logits[:, :-1, :], input_ids[:, 1:]
+    x = as_tensor(logits, "logits", allow_nan=True)
+    ids = _as_labels(input_ids, "input_ids")
+    if x.dim() != 3 or ids.dim() != 2 or x.shape[:2] != ids.shape:
+        raise ValueError(f"logits (shape {tuple(x.shape)}) must be (B, T, V) and input_ids (shape {tuple(ids.shape)}) (B, T)")
+    if x.shape[1] < 2:
+        raise ValueError(f"input_ids must hold at least 2 tokens to predict a next one; got T={x.shape[1]}")
+    return x[:, :-1, :], ids[:, 1:]
 
 
 @dataclass(frozen=True)
@@ -141,8 +178,6 @@ def sft_token_weights(mask: TensorLike, normalization: Normalization = "token") 
     """
     check_choice(normalization, "normalization", ("token", "sequence", "sum"))
     m = as_tensor(mask, "mask")
-    if not m.is_floating_point():
-        m = m.to(torch.float64)
     m = as_mask(m, m, "mask")
     if normalization == "token":
         return m / m.sum()
@@ -161,12 +196,15 @@ def sft_loss(token_logps: TensorLike, mask: TensorLike, normalization: Normaliza
     """Masked supervised fine-tuning loss L_sft = −Σ w_t m_t log π(y_t | prefix) [ftip-002F].
 
     ``token_logps`` (B, T) are log π of each target (from :func:`token_logprobs`), ``mask`` (B, T)
-    the loss mask. ``normalization`` is the declared weighting, see :func:`sft_token_weights`;
+    the loss mask (bool or 0/1). ``normalization`` is the declared weighting, see :func:`sft_token_weights`;
     the default ``"token"`` is the reference's response-token normalization (ftip-002G) and TRL's
-    SFT default. An all-zero mask raises ``ValueError``.
+    SFT default. An all-zero mask raises ``ValueError``. Masked positions may hold anything (0, −1e4,
+    −inf, NaN): they are replaced by 0 before the weighted sum, so value and gradient ignore them.
+    Integer inputs are converted to float64 (never an integer loss).
     """
-    logp = as_tensor(token_logps, "token_logps")
-    m = as_mask(as_tensor(mask, "mask"), logp, "mask")
-    check_log_probabilities(torch.where(m > 0, logp.detach(), torch.zeros_like(logp.detach())), "token_logps")
+    logp = as_tensor(token_logps, "token_logps", allow_nan=True)
+    m = as_mask(mask, logp, "mask")
+    active = m > 0
+    check_active(logp, active, "token_logps", logprob=True)
     w = sft_token_weights(m, normalization).to(logp.dtype)  # (B, T)
-    return -(w * logp).sum()
+    return -(w * active_values(logp, active)).sum()

@@ -81,3 +81,46 @@ def test_td_residuals_bad_input():
         td_residuals([1.0], [0.0], gamma=2.0)
     with pytest.raises(ValueError, match="values"):
         td_residuals([1.0], [float("inf")], gamma=0.5)
+
+
+# ---- Issue 10 §1: integer, boolean and list inputs; masked fillers ----
+
+def test_integer_inputs_are_not_truncated():
+    G = discounted_returns(torch.tensor([1, 1, 1]), 0.9)  # used to give [2, 1, 1] (int arithmetic)
+    assert G.dtype == torch.float64 and G.tolist() == pytest.approx([2.71, 1.9, 1.0])
+    assert discounted_returns(torch.tensor([True, True, True]), 0.9).tolist() == pytest.approx([2.71, 1.9, 1.0])
+    d = td_residuals(torch.tensor([1, 0]), torch.tensor([0, 1]), 0.45)  # used to lose the 0.45
+    assert d.tolist() == pytest.approx([1 + 0.45 * 1 - 0, 0 + 0 - 1])
+    A, R = gae(torch.tensor([1, 0]), [0, 1], 0.5, 1.0)
+    assert A.tolist() == pytest.approx([1.0 + 0.5 * 1 - 0 + 0.5 * (0 - 1), -1.0])
+
+
+def test_policy_gradient_surrogate_masked_fillers():
+    for f in (0.0, -1e4, float("-inf"), float("nan")):
+        lp = torch.tensor([-1.0, -2.0, f], requires_grad=True)
+        out = policy_gradient_surrogate(lp, [1.0, 3.0, f], [1, 1, 0])
+        out.backward()
+        assert out.item() == pytest.approx((-1.0 - 6.0) / 2)
+        assert lp.grad.tolist() == [0.5, 1.5, 0.0]
+    with pytest.raises(ValueError, match="advantages must not contain NaN at active"):
+        policy_gradient_surrogate([-1.0], [float("nan")])
+
+
+def test_likelihood_ratio_overflow_and_bad_next_value():
+    with pytest.raises(ValueError, match="overflows"):
+        likelihood_ratio(torch.tensor([0.0]), torch.tensor([-200.0]))
+    with pytest.raises(ValueError, match="next_value"):
+        td_residuals([1.0], [0.0], 0.9, next_value=float("nan"))
+    with pytest.raises(ValueError, match="baseline must be finite"):
+        advantage_from_baseline([1.0], [float("inf")])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=6), st.floats(0, 1))
+def test_integer_tensors_give_the_float_results(ints, gamma):
+    """Property: int64 tensors are converted at the boundary, never computed in integer arithmetic."""
+    floats = [float(x) for x in ints]
+    assert torch.equal(discounted_returns(torch.tensor(ints), gamma), discounted_returns(floats, gamma))
+    vals = list(reversed(ints))
+    assert torch.equal(td_residuals(torch.tensor(ints), torch.tensor(vals), gamma), td_residuals(floats, [float(v) for v in vals], gamma))
+    assert all(torch.equal(a, b) for a, b in zip(gae(torch.tensor(ints), vals, gamma, 0.5), gae(floats, [float(v) for v in vals], gamma, 0.5)))

@@ -114,3 +114,64 @@ def test_aggregation_reweights_long_answers():
     logp = torch.log(torch.tensor([[0.1] * 8, [0.9] + [1.0] * 7], dtype=torch.float64))
     mask = torch.tensor([[1.0] * 8, [1.0] + [0.0] * 7], dtype=torch.float64)
     assert sft_loss(logp, mask, "token") > sft_loss(logp, mask, "sequence")
+
+
+# ---- Issue 10 §1: masked fillers, integer inputs, -inf logits ----
+
+def test_sft_loss_masked_fillers_and_ints():
+    assert sft_loss([[-1.0, float("-inf")]], [[1, 0]]).item() == 1.0  # used to be NaN
+    for f in (0.0, -1e4, float("-inf"), float("nan"), float("inf")):
+        lp = torch.tensor([[-1.0, -3.0, f]], dtype=torch.float32, requires_grad=True)
+        loss = sft_loss(lp, torch.tensor([[True, True, False]]))
+        loss.backward()
+        assert loss.item() == 2.0 and lp.grad.tolist() == [[-0.5, -0.5, 0.0]]
+    loss = sft_loss(torch.tensor([[-1, -2]]), torch.tensor([[1, 1]]))  # used to be tensor(0) in int64
+    assert loss.dtype == torch.float64 and loss.item() == 1.5
+    with pytest.raises(ValueError, match="token_logps must not contain NaN at active"):
+        sft_loss([[float("nan")]], [[1]])
+
+
+def test_token_logprobs_with_minus_inf_logits_and_ignored_garbage():
+    logits = torch.tensor([[[0.0, float("-inf"), 0.0], [float("nan"), 1.0, 2.0]]], requires_grad=True)
+    lp = token_logprobs(logits, torch.tensor([[0, -100]]), ignore_index=-100)
+    assert lp[0].tolist() == pytest.approx([math.log(0.5), 0.0])
+    lp.sum().backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad[0, 1].abs().sum().item() == 0.0
+    with pytest.raises(ValueError, match="label probability 0"):
+        token_logprobs(torch.tensor([[[0.0, float("-inf")]]]), torch.tensor([[1]]))
+    with pytest.raises(ValueError, match="logits must not contain NaN"):
+        token_logprobs(torch.tensor([[[0.0, float("nan")]]]), torch.tensor([[0]]))
+    with pytest.raises(ValueError, match="labels must be integer"):
+        token_logprobs(torch.zeros(1, 1, 2), torch.tensor([[0.5]]))
+    assert token_logprobs(torch.tensor([[[1e4, 0.0]]]), [[1]]).item() == -1e4  # huge logits stay exact
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.sampled_from(["token", "sequence", "sum"]), st.data())
+def test_sft_loss_ignores_whatever_masked_positions_hold(B, T, normalization, data):
+    """Property: masked entries (any filler) change neither the SFT loss nor its gradient."""
+    lp = torch.tensor(data.draw(st.lists(st.lists(st.floats(-20, 0), min_size=T, max_size=T), min_size=B, max_size=B)), dtype=torch.float64)
+    mask = torch.tensor(data.draw(st.lists(st.lists(st.booleans(), min_size=T, max_size=T), min_size=B, max_size=B)))
+    mask[:, 0] = True
+    fill = torch.tensor(data.draw(st.lists(st.lists(st.sampled_from([0.0, -1e4, float("-inf"), float("inf"), float("nan")]),
+                                                    min_size=T, max_size=T), min_size=B, max_size=B)), dtype=torch.float64)
+    x, y = lp.clone().requires_grad_(True), torch.where(mask, lp, fill).requires_grad_(True)
+    a, b = sft_loss(x, mask, normalization), sft_loss(y, mask.int(), normalization)
+    a.backward()
+    b.backward()
+    assert torch.equal(a, b) and torch.equal(x.grad, y.grad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.data())
+def test_minus_inf_logits_renormalise_over_the_rest(V, data):
+    """Property: tokens with logit −inf drop out; the others get log of their renormalised probability."""
+    logits = data.draw(st.lists(st.floats(-30, 30), min_size=V, max_size=V))
+    off = data.draw(st.lists(st.booleans(), min_size=V, max_size=V))
+    label = data.draw(st.integers(0, V - 1))
+    off[label] = False
+    x = [float("-inf") if o else v for v, o in zip(logits, off)]
+    kept = [v for v, o in zip(logits, off) if not o]
+    m = max(kept)
+    want = logits[label] - (m + math.log(sum(math.exp(v - m) for v in kept)))
+    assert token_logprobs(torch.tensor([[x]], dtype=torch.float64), [[label]]).item() == pytest.approx(want, rel=1e-12, abs=1e-12)
