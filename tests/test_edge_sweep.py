@@ -872,6 +872,66 @@ def spec_dpo():
     out += [Case("lab.dpo.dpo_loss", "positive log-prob", dict(base, chosen_logps=[1.0, -1.0, -1.0]), Raises(("chosen_logps",))),
             Case("lab.dpo.dpo_loss", "beta nan", dict(base, beta=NAN), Raises(("beta",)))]
 
+    # direct-alignment variants (issue 17)
+    def cd(beta, label_smoothing, **kw):
+        m = ref_dpo_parts(*(kw[n] for n in names), beta)[2]
+        e = label_smoothing
+        return [-(1 - e) * log_sigmoid(x) - e * log_sigmoid(-x) for x in m]
+
+    def rb(beta, label_smoothing, **kw):
+        m = ref_dpo_parts(*(kw[n] for n in names), beta)[2]
+        e = label_smoothing
+        return [(-(1 - e) * log_sigmoid(x) + e * log_sigmoid(-x)) / (1 - 2 * e) for x in m]
+
+    def hg(beta, **kw):
+        return [max(0.0, 1 - x) for x in ref_dpo_parts(*(kw[n] for n in names), beta)[2]]
+
+    def ip(beta, chosen_lengths=None, rejected_lengths=None, **kw):
+        lc, lr, _ = ref_dpo_parts(*(kw[n] for n in names), beta)
+        if chosen_lengths is not None:
+            lc = [a / n for a, n in zip(lc, chosen_lengths)]
+            lr = [a / n for a, n in zip(lr, rejected_lengths)]
+        return [(a - b - 1 / (2 * beta)) ** 2 for a, b in zip(lc, lr)]
+
+    smooth = dict(base, label_smoothing=0.1)
+    out += numeric("lab.dpo.cdpo_loss", smooth, cd, names, extra_bases=[dict(huge, label_smoothing=0.3)], ints=ints)
+    out += numeric("lab.dpo.robust_dpo_loss", smooth, rb, names, extra_bases=[dict(huge, label_smoothing=0.3)], ints=ints)
+    out += numeric("lab.dpo.hinge_loss", base, hg, names, extra_bases=[huge], ints=ints)
+    out += numeric("lab.dpo.ipo_loss", base, ip, names, extra_bases=[huge], ints=ints)
+    lengths = dict(base, chosen_lengths=[3.0, 1.0, 7.0], rejected_lengths=[2.0, 5.0, 1.0])
+    out += numeric("lab.dpo.ipo_loss", lengths, ip, names + ("chosen_lengths", "rejected_lengths"),
+                   ints={"chosen_lengths": [3, 1, 7]})
+    out += [Case("lab.dpo.cdpo_loss", "smoothing 0.5", dict(base, label_smoothing=0.5), Raises(("label_smoothing",))),
+            Case("lab.dpo.robust_dpo_loss", "smoothing nan", dict(base, label_smoothing=NAN), Raises(("label_smoothing",))),
+            Case("lab.dpo.ipo_loss", "one length", dict(base, chosen_lengths=[1.0, 1.0, 1.0]), Raises(("chosen_lengths",))),
+            Case("lab.dpo.ipo_loss", "zero length", dict(lengths, chosen_lengths=[0.0, 1.0, 1.0]), Raises(("chosen_lengths",)))]
+
+    def sp(chosen_logps, rejected_logps, chosen_lengths, rejected_lengths, beta, gamma, label_smoothing):
+        rc = [beta * c / n for c, n in zip(chosen_logps, chosen_lengths)]
+        rr = [beta * r / n for r, n in zip(rejected_logps, rejected_lengths)]
+        z = [a - b - gamma for a, b in zip(rc, rr)]
+        e = label_smoothing
+        return ([-(1 - e) * log_sigmoid(x) - e * log_sigmoid(-x) for x in z], rc, rr)
+
+    sbase = {"chosen_logps": [-5.0, -3.0, -10.0], "rejected_logps": [-6.0, -2.0, -10.0], "chosen_lengths": [5.0, 2.0, 4.0],
+             "rejected_lengths": [3.0, 2.0, 4.0], "beta": 2.0, "gamma": 0.5, "label_smoothing": 0.0}
+    out += numeric("lab.dpo.simpo_loss", sbase, sp, ("chosen_logps", "rejected_logps", "chosen_lengths", "rejected_lengths"),
+                   extra_bases=[dict(sbase, chosen_logps=[-1e-12, -1e4, -2.0], label_smoothing=0.2, gamma=0.0)],
+                   ints={"chosen_logps": [-5, -3, -10], "chosen_lengths": [5, 2, 4]})
+    out += [Case("lab.dpo.simpo_loss", "gamma -1", dict(sbase, gamma=-1.0), Raises(("gamma",))),
+            Case("lab.dpo.simpo_loss", "gamma inf", dict(sbase, gamma=INF), Raises(("gamma",)))]
+
+    def orr(chosen_avg_logps, rejected_avg_logps, lam):
+        lo = [(c - r) - (math.log(-math.expm1(c)) - math.log(-math.expm1(r))) for c, r in zip(chosen_avg_logps, rejected_avg_logps)]
+        return ([-lam * log_sigmoid(x) for x in lo], lo)
+
+    obase = {"chosen_avg_logps": [-0.5, -2.0, -1e-6], "rejected_avg_logps": [-1.5, -0.1, -1e-6], "lam": 0.1}
+    out += numeric("lab.dpo.orpo_odds_ratio_loss", obase, orr, ("chosen_avg_logps", "rejected_avg_logps"),
+                   extra_bases=[dict(obase, chosen_avg_logps=[-1e4, -1e-12, -30.0])], ints={"chosen_avg_logps": [-1, -2, -3]})
+    out += [Case("lab.dpo.orpo_odds_ratio_loss", "probability one", dict(obase, chosen_avg_logps=[0.0, -1.0, -1.0]),
+                 Raises(("chosen_avg_logps",))),
+            Case("lab.dpo.orpo_odds_ratio_loss", "lam 0", dict(obase, lam=0.0), Raises(("lam",)))]
+
     def dm(chosen_rewards, rejected_rewards):
         n = len(chosen_rewards)
         return {"rewards/chosen": sum(chosen_rewards) / n, "rewards/rejected": sum(rejected_rewards) / n,
