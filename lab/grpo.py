@@ -120,7 +120,8 @@ def group_advantages(
     ``rewards`` (N,) → advantages (N,). Conventions:
 
     - ``scale="group"``: divide by the group's own std (GRPO); ``"batch"``: centre per group but divide
-      by the std of the whole batch (Hu et al.'s REINFORCE++-style, TRL ``scale_rewards="batch"``);
+      by the std of the whole batch's rewards (TRL ``scale_rewards="batch"``). This is not REINFORCE++, which
+      whitens group-centred returns over the batch's *tokens*: see :func:`reinforce_pp_advantages`;
       ``"none"``: centred credit R_i − R̄ only (Dr. GRPO; the reference's ftip-004M).
     - ``eps`` is added to the std (TRL: 1e-4). With ``eps = 0`` the written formula is undefined for a
       zero-spread group, so the policy below decides.
@@ -270,6 +271,44 @@ def aggregate_token_loss(
     return total.sum() / n
 
 
+def _policy_inputs(logps, old_logps, advantages, mask, ref_logps=None):
+    """Validate a token-level policy-loss batch; the log-ratio exists only at active positions.
+
+    Returns ``(logps, ref_logps, advantages (B, T), mask, active, log_ratio (B, T))``. Masked positions may
+    hold anything: they are replaced by 0 BEFORE any exp, so fillers reach neither value nor gradient.
+    """
+    lp = as_tensor(logps, "logps", allow_nan=True)
+    if lp.dim() != 2:
+        raise ValueError(f"logps must have shape (B, T); got {tuple(lp.shape)}")
+    olp = as_tensor(old_logps, "old_logps", allow_nan=True)
+    rlp = as_tensor(ref_logps, "ref_logps", allow_nan=True) if ref_logps is not None else None
+    for t, n in ((olp, "old_logps"),) + (((rlp, "ref_logps"),) if rlp is not None else ()):
+        if t.shape != lp.shape:
+            raise ValueError(f"{n} (shape {tuple(t.shape)}) must have the shape of logps {tuple(lp.shape)}")
+    m = as_mask(mask, lp, "mask")  # (B, T)
+    active = m > 0
+    check_active(lp, active, "logps", logprob=True)
+    check_active(olp, active, "old_logps", logprob=True)
+    a = as_tensor(advantages, "advantages", allow_nan=True)
+    if a.dim() == 0:
+        a = a.expand(lp.shape[0])
+    adv = a if a.dim() == 2 else a.unsqueeze(-1) if a.dim() == 1 else a.reshape(-1, 1, 1)  # (B, T) or (B, 1)
+    if adv.dim() != 2 or adv.shape[0] != lp.shape[0] or adv.shape[1] not in (1, lp.shape[1]):
+        raise ValueError(f"advantages (shape {tuple(a.shape)}) must be (B,) or (B, T) for logps {tuple(lp.shape)}")
+    adv = adv.detach().to(lp.dtype).expand_as(lp)  # (B, T)
+    check_active(adv, active, "advantages")
+    adv = active_values(adv, active)
+    log_ratio = active_values(lp, active) - active_values(olp, active).detach()  # (B, T)
+    return lp, rlp, adv, m, active, log_ratio
+
+
+def _ratio(log_ratio: torch.Tensor, what: str) -> torch.Tensor:
+    ratio = torch.exp(log_ratio)
+    if not bool(torch.isfinite(ratio.detach()).all()):
+        raise ValueError(f"{what} is so large at an active position that its exp overflows")
+    return ratio
+
+
 def grpo_loss(
     logps: TensorLike,
     old_logps: TensorLike,
@@ -303,30 +342,8 @@ def grpo_loss(
     """
     check_choice(loss_type, "loss_type", ("grpo", "bnpo", "dr_grpo", "dapo"))
     beta = check_nonnegative(beta, "beta")
-    lp = as_tensor(logps, "logps", allow_nan=True)
-    if lp.dim() != 2:
-        raise ValueError(f"logps must have shape (B, T); got {tuple(lp.shape)}")
-    olp = as_tensor(old_logps, "old_logps", allow_nan=True)
-    rlp = as_tensor(ref_logps, "ref_logps", allow_nan=True) if ref_logps is not None else None
-    for t, n in ((olp, "old_logps"),) + (((rlp, "ref_logps"),) if rlp is not None else ()):
-        if t.shape != lp.shape:
-            raise ValueError(f"{n} (shape {tuple(t.shape)}) must have the shape of logps {tuple(lp.shape)}")
-    m = as_mask(mask, lp, "mask")  # (B, T)
-    active = m > 0
-    check_active(lp, active, "logps", logprob=True)
-    check_active(olp, active, "old_logps", logprob=True)
-    a = as_tensor(advantages, "advantages", allow_nan=True)
-    adv = a if a.dim() == 2 else a.unsqueeze(-1) if a.dim() == 1 else a.reshape(-1, 1, 1)  # (B, T) or (B, 1)
-    if adv.dim() != 2 or adv.shape[0] != lp.shape[0] or adv.shape[1] not in (1, lp.shape[1]):
-        raise ValueError(f"advantages (shape {tuple(a.shape)}) must be (B,) or (B, T) for logps {tuple(lp.shape)}")
-    adv = adv.detach().to(lp.dtype).expand_as(lp)  # (B, T)
-    check_active(adv, active, "advantages")
-    adv = active_values(adv, active)
-    # the log-ratio exists only at active positions: zero elsewhere BEFORE exp, so fillers cannot overflow
-    log_ratio = active_values(lp, active) - active_values(olp, active).detach()  # (B, T)
-    ratio = torch.exp(log_ratio)  # (B, T), 1 at masked positions
-    if not bool(torch.isfinite(ratio.detach()).all()):
-        raise ValueError("logps - old_logps is so large at an active position that the ratio exp(logps - old_logps) overflows")
+    lp, rlp, adv, m, active, log_ratio = _policy_inputs(logps, old_logps, advantages, mask, ref_logps)
+    ratio = _ratio(log_ratio, "logps - old_logps")  # (B, T), 1 at masked positions
     per_token = -clipped_surrogate(ratio, adv, epsilon, epsilon_high)  # (B, T)
     metrics: dict[str, float] = {}
     if beta > 0 and rlp is None:
@@ -404,3 +421,149 @@ def process_advantages(
             out[i, : end + 1] += norm_all[k + j]  # step j's reward credits every token at or before its end
         k += len(es)
     return out
+
+
+# ---- Sequence-level ratios and framework conventions (issue: "what your framework computes") ------------
+
+
+def sequence_log_ratio(logps: TensorLike, old_logps: TensorLike, mask: TensorLike) -> torch.Tensor:
+    """Per-response mean of the token log-ratios over active tokens, (B,): log s_i with
+    s_i = (∏_t π(y_t)/π_old(y_t))^{1/|y_i|}, the geometric mean of the token ratios (Zheng et al. 2025, GSPO, §4.1, eq. 7)."""
+    _, _, _, m, _, log_ratio = _policy_inputs(logps, old_logps, 0.0, mask)  # no advantages needed: a scalar 0
+    n = m.sum(-1)  # (B,)
+    if bool((n == 0).any()):
+        empty = (n == 0).nonzero().flatten().tolist()
+        raise ValueError(f"mask has no active token in responses {empty}; their sequence ratio is undefined")
+    return log_ratio.sum(-1) / n
+
+
+def gspo_loss(
+    logps: TensorLike,
+    old_logps: TensorLike,
+    advantages: TensorLike,
+    mask: TensorLike,
+    epsilon: float = 3e-4,
+    epsilon_high: float | None = 4e-4,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """GSPO: the clipped objective on one *sequence* ratio per response (Zheng et al. 2025, §4.1, eqs. 5–7).
+
+    loss = −mean_i min(s_i Â_i, clip(s_i, 1−ε, 1+ε_high) Â_i), s_i the geometric mean of response i's token
+    ratios (:func:`sequence_log_ratio`); ``advantages`` (B,). The paper's ranges are far narrower than
+    token-level PPO's (3e-4 / 4e-4 by default), because s_i averages many tokens. Equals TRL 1.16's
+    ``importance_sampling_level="sequence"`` with ``loss_type="grpo"`` at β = 0. When every token ratio of a
+    response is the same, s_i is that ratio and GSPO equals token-level GRPO.
+    Metric: ``clip_ratio/region_mean`` over responses (the fraction of responses whose term is clipped).
+    """
+    a = as_tensor(advantages, "advantages")
+    if a.dim() != 1:
+        raise ValueError(f"advantages must be one per response, shape (B,); got {tuple(a.shape)}")
+    check_finite(a, "advantages")
+    log_s = sequence_log_ratio(logps, old_logps, mask)  # (B,)
+    if a.shape != log_s.shape:
+        raise ValueError(f"advantages (shape {tuple(a.shape)}) must have one entry per response of logps ({log_s.shape[0]})")
+    s = _ratio(log_s, "the sequence log-ratio")  # (B,)
+    adv = a.detach().to(s.dtype)
+    per_seq = -clipped_surrogate(s, adv, epsilon, epsilon_high)  # (B,)
+    fr = clip_fractions(s.unsqueeze(-1), adv.unsqueeze(-1), torch.ones_like(s).unsqueeze(-1), epsilon, epsilon_high)
+    return per_seq.mean(), {"clip_ratio/region_mean": fr["clip_ratio/region_mean"], "sequence_ratio/mean": float(s.detach().mean())}
+
+
+def cispo_loss(
+    logps: TensorLike,
+    old_logps: TensorLike,
+    advantages: TensorLike,
+    mask: TensorLike,
+    epsilon_max: float = 5.0,
+    num_items_in_batch: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """CISPO: clip the importance *weight*, not the update (MiniMax 2025, MiniMax-M1, §3.1, eq. 4).
+
+    Per token −sg(min(ρ, ε_max)) · Â · log π(y_t): the weight is truncated and detached, so every token keeps
+    a gradient through log π (PPO's clip would zero it), only its size is capped. Aggregated as DAPO's
+    token sum over the generation batch's active tokens (``num_items_in_batch``; this batch's count by
+    default). ``epsilon_max`` is the absolute cap on ρ (TRL 1.16 ``loss_type="cispo"`` reads it from
+    ``epsilon_high``). Metric ``cispo_clip_ratio``: active tokens with ρ > ε_max and Â > 0, as TRL logs it.
+    """
+    cap = check_positive(epsilon_max, "epsilon_max")
+    lp, _, adv, m, active, log_ratio = _policy_inputs(logps, old_logps, advantages, mask)
+    ratio = _ratio(log_ratio, "logps - old_logps")
+    weight = torch.clamp(ratio, max=cap).detach()  # (B, T)
+    per_token = -weight * adv * active_values(lp, active)
+    loss = aggregate_token_loss(per_token, m, "dapo", num_items_in_batch=num_items_in_batch)
+    clipped = ((ratio.detach() > cap) & (adv > 0) & active).sum() / m.sum()
+    return loss, {"cispo_clip_ratio": float(clipped)}
+
+
+def whiten_advantages(advantages: TensorLike, mask: TensorLike, shift_mean: bool = True, ddof: int = 1, eps: float = 1e-8) -> torch.Tensor:
+    """Whiten token advantages over the batch's *active* tokens: (A − μ)/√(σ² + eps), 0 at masked positions.
+
+    μ and σ² are the masked mean and variance (``ddof=1``: Bessel-corrected, as verl's ``masked_whiten``;
+    ``ddof=0``: population). ``shift_mean=False`` rescales without centring (verl's option for GAE returns).
+    The eps sits inside the square root, as verl and OpenRLHF write it. ``advantages``, ``mask``: (B, T).
+    A batch whose active advantages are all equal (max == min) has zero spread: the result is exactly 0
+    (centred) or the unscaled advantages (``shift_mean=False``), never noise divided by ~1e-17.
+    """
+    check_choice(ddof, "ddof", (0, 1))
+    eps = check_nonnegative(eps, "eps")
+    a = as_tensor(advantages, "advantages", allow_nan=True)
+    if a.dim() != 2:
+        raise ValueError(f"advantages must have shape (B, T); got {tuple(a.shape)}")
+    m = as_mask(mask, a, "mask")
+    active = m > 0
+    check_active(a, active, "advantages")
+    x = active_values(a, active)
+    n = m.sum()
+    if ddof == 1 and n < 2:
+        raise ValueError("mask must select at least two tokens for a Bessel-corrected variance (ddof=1)")
+    mean = x.sum() / n
+    dev = active_values(x - mean, active)
+    var = (dev * dev).sum() / (n - ddof)
+    vals = a.detach()[active]
+    if bool(vals.max() == vals.min()):  # zero spread: nothing to scale by (see the docstring)
+        return torch.zeros_like(x) if shift_mean else x
+    out = (dev if shift_mean else x) / torch.sqrt(var + eps)
+    return active_values(out, active)
+
+
+def reinforce_pp_advantages(
+    rewards: TensorLike,
+    mask: TensorLike,
+    kl: TensorLike | None = None,
+    kl_coef: float = 0.0,
+    group_size: int | None = None,
+    ddof: int = 1,
+    eps: float = 1e-8,
+) -> torch.Tensor:
+    """REINFORCE++ token advantages (Hu et al. 2025, REINFORCE++, §3, eqs. 6–9), (B, T).
+
+    Each token's return is the response reward minus the KL penalty still to come,
+    G_t = r − kl_coef · Σ_{t'≥t} kl_{t'} (γ = 1, the reward at the last token), then the returns are whitened
+    over all active tokens of the batch (:func:`whiten_advantages`), with no critic and no group.
+    With ``group_size`` (REINFORCE++-baseline) each reward is first centred on its group mean, then whitened
+    over the batch's tokens: different numbers from GRPO's per-group std (``group_advantages``), which is
+    why ``scale="batch"`` there is not REINFORCE++.
+    """
+    r = as_tensor(rewards, "rewards")
+    check_finite(r, "rewards")
+    if r.dim() != 1:
+        raise ValueError(f"rewards must be one per response, shape (B,); got {tuple(r.shape)}")
+    mk = as_tensor(mask, "mask")
+    if mk.dim() != 2 or mk.shape[0] != r.shape[0]:
+        raise ValueError(f"mask must have shape (B, T) with B = {r.shape[0]} responses; got {tuple(mk.shape)}")
+    m = as_mask(mk, torch.zeros(mk.shape, dtype=r.dtype), "mask")
+    active = m > 0
+    if group_size is not None:
+        r = group_advantages(r, group_size, scale="none")
+    returns = r.to(m.dtype).unsqueeze(-1).expand_as(m)  # (B, T)
+    coef = check_nonnegative(kl_coef, "kl_coef")
+    if kl is not None:
+        k = as_tensor(kl, "kl", allow_nan=True)
+        if k.shape != m.shape:
+            raise ValueError(f"kl (shape {tuple(k.shape)}) must have the shape of mask {tuple(m.shape)}")
+        check_active(k, active, "kl")
+        k = active_values(k.to(m.dtype), active)
+        to_go = torch.flip(torch.cumsum(torch.flip(k, [-1]), -1), [-1])  # (B, T) Σ_{t'≥t} kl_t'
+        returns = returns - coef * to_go
+    elif coef > 0:
+        raise ValueError("kl must be given when kl_coef > 0")
+    return whiten_advantages(returns, m, ddof=ddof, eps=eps)

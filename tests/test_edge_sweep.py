@@ -943,6 +943,106 @@ def spec_dpo():
     return out
 
 
+
+def ref_seq_log_ratio(logps, old_logps, mask):
+    out = []
+    for b in range(len(mask)):
+        act = [t for t in range(len(mask[b])) if mask[b][t]]
+        out.append(sum(logps[b][t] - old_logps[b][t] for t in act) / len(act))
+    return out
+
+
+def ref_gspo(logps, old_logps, advantages, mask, epsilon=3e-4, epsilon_high=4e-4):
+    hi = epsilon if epsilon_high is None else epsilon_high
+    terms, clipped = [], 0
+    for ls, A in zip(ref_seq_log_ratio(logps, old_logps, mask), advantages):
+        s = math.exp(ls)
+        terms.append(-min(s * A, clip(s, 1 - epsilon, 1 + hi) * A))
+        clipped += (s < 1 - epsilon and A < 0) or (s > 1 + hi and A > 0)
+    return (sum(terms) / len(terms), {"clip_ratio/region_mean": clipped / len(terms),
+                                      "sequence_ratio/mean": sum(math.exp(x) for x in ref_seq_log_ratio(logps, old_logps, mask)) / len(terms)})
+
+
+def ref_cispo(logps, old_logps, advantages, mask, epsilon_max=5.0, num_items_in_batch=None):
+    total, n, clipped = 0.0, 0, 0
+    for b in range(len(mask)):
+        for t in range(len(mask[b])):
+            if not mask[b][t]:
+                continue
+            A = advantages[b][t] if isinstance(advantages[b], list) else advantages[b]
+            rho = math.exp(logps[b][t] - old_logps[b][t])
+            total += -min(rho, epsilon_max) * A * logps[b][t]
+            n += 1
+            clipped += rho > epsilon_max and A > 0
+    return (total / (num_items_in_batch or n), {"cispo_clip_ratio": clipped / n})
+
+
+def ref_whiten(advantages, mask, shift_mean=True, ddof=1, eps=1e-8):
+    act = [(b, t) for b in range(len(mask)) for t in range(len(mask[b])) if mask[b][t]]
+    vals = [advantages[b][t] for b, t in act]
+    mu = math.fsum(vals) / len(vals)
+    if max(vals) == min(vals):
+        return [[(0.0 if shift_mean else advantages[b][t]) if mask[b][t] else 0.0 for t in range(len(mask[b]))] for b in range(len(mask))]
+    var = math.fsum((v - mu) ** 2 for v in vals) / (len(vals) - ddof)
+    d = math.sqrt(var + eps)
+    return [[((advantages[b][t] - mu) if shift_mean else advantages[b][t]) / d if mask[b][t] else 0.0 for t in range(len(mask[b]))]
+            for b in range(len(mask))]
+
+
+def ref_reinforce_pp(rewards, mask, kl=None, kl_coef=0.0, group_size=None, ddof=1, eps=1e-8):
+    r = list(rewards)
+    if group_size is not None:
+        r = ref_group_advantages(r, group_size, scale="none")
+    ret = []
+    for b in range(len(mask)):
+        row = []
+        for t in range(len(mask[b])):
+            to_go = sum(kl[b][u] for u in range(t, len(mask[b])) if mask[b][u]) if kl is not None else 0.0
+            row.append(r[b] - kl_coef * to_go)
+        ret.append(row)
+    return ref_whiten(ret, mask, True, ddof, eps)
+
+
+def spec_grpo_conventions():
+    out = []
+    lp = [[-1.0, -0.5, -2.0], [-0.3, -0.7, -1.1]]
+    old = [[-1.2, -0.4, -2.0], [-0.3, -0.9, -1.0]]
+    gm = [[1, 1, 0], [1, 1, 1]]
+    out += numeric("lab.grpo.sequence_log_ratio", {"logps": lp, "old_logps": old, "mask": gm}, ref_seq_log_ratio, ("logps", "old_logps"),
+                   mask="mask", maskable=("logps", "old_logps"), grad="logps", mismatch=("logps", "old_logps"))
+    for eps, hi in ((3e-4, 4e-4), (0.05, 0.2)):
+        base = {"logps": lp, "old_logps": old, "advantages": [1.0, -0.5], "mask": gm, "epsilon": eps, "epsilon_high": hi}
+        out += numeric("lab.grpo.gspo_loss", base, ref_gspo, ("logps", "old_logps", "advantages"), mask="mask",
+                       maskable=("logps", "old_logps"), grad="logps", mismatch=("logps", "old_logps"))
+    for cap in (1.05, 5.0):
+        for adv in ([1.0, -0.5], [[1.0, -2.0, 0.5], [0.3, -0.1, 2.0]]):
+            base = {"logps": lp, "old_logps": old, "advantages": adv, "mask": gm, "epsilon_max": cap}
+            out += numeric("lab.grpo.cispo_loss", base, ref_cispo, ("logps", "old_logps", "advantages"), mask="mask",
+                           maskable=("logps", "old_logps") + (("advantages",) if isinstance(adv[0], list) else ()), grad="logps",
+                           mismatch=("logps", "old_logps"))
+    a = [[1.0, 2.0, 9.0], [3.0, 4.0, 5.0]]
+    for shift in (True, False):
+        for ddof in (0, 1):
+            out += numeric("lab.grpo.whiten_advantages", {"advantages": a, "mask": gm, "shift_mean": shift, "ddof": ddof}, ref_whiten,
+                           ("advantages",), mask="mask", maskable=("advantages",), grad="advantages", ints={"advantages": [[1, 2, 9], [3, 4, 5]]})
+    for base_v in (0.1, 1.0, -3.7):
+        for noise in NOISE:
+            x = [[base_v, base_v + noise, 7.0], [base_v, base_v, base_v]]
+            out.append(Case("lab.grpo.whiten_advantages", f"near-constant {base_v}+{noise}", {"advantages": x, "mask": gm},
+                            ref_whiten(x, gm), rtol=1e-6, atol=1e-9))
+    m = [[1, 1, 0], [1, 1, 1], [1, 0, 0], [1, 1, 1]]
+    kl = [[0.1, 0.2, 0.0], [0.0, 0.05, 0.3], [0.2, 0.0, 0.0], [0.1, 0.1, 0.1]]
+    for gs in (None, 2):
+        base = {"rewards": [1.0, 0.0, 0.5, 0.25], "mask": m, "kl": kl, "kl_coef": 0.5, "group_size": gs}
+        out += numeric("lab.grpo.reinforce_pp_advantages", base, ref_reinforce_pp, ("rewards", "kl"), mask="mask", maskable=("kl",),
+                       ints={"rewards": [1, 0, 1, 1]}, mismatch=("kl",))
+    for noise in NOISE:
+        r = [0.3, 0.3 + noise, 0.3, 0.3]
+        out.append(Case("lab.grpo.reinforce_pp_advantages", f"near-constant +{noise}", {"rewards": r, "mask": m},
+                        ref_reinforce_pp(r, m), rtol=1e-6, atol=1e-9))
+    return out
+
+
 def spec_grpo():
     out = []
     r = [1.0, 0.0, 0.5, 0.2, 0.2, 0.9]
@@ -1028,6 +1128,7 @@ def spec_grpo():
             Case("lab.grpo.process_advantages", "mismatch", dict(pa, step_ends=[[1], [2]]), Raises(("step_rewards", "step_ends"))),
             Case("lab.grpo.process_advantages", "empty", dict(pa, step_rewards=[], step_ends=[]), Raises(("step_rewards", "step_ends"))),
             Case("lab.grpo.process_advantages", "length 0", dict(pa, length=0), Raises(("length",)))]
+    out += spec_grpo_conventions()
     return out
 
 
