@@ -98,6 +98,10 @@ def ppo_objective(
     c1: float = 0.5,
     entropy: TensorLike | None = None,
     c2: float = 0.0,
+    clip_ratio_c: float | None = None,
+    old_values: TensorLike | None = None,
+    value_clip: float | None = None,
+    log_ratio_clamp: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """PPO's combined objective Ê_t[L^CLIP_t − c1 (V(H_t) − Ĝ_t)² + c2 H(π(·|H_t))] [ftip-003G; Schulman et al. 2017, eq. 9].
 
@@ -110,6 +114,15 @@ def ppo_objective(
     is replaced by a safe value there before any exp or product, so they change neither the objective,
     its gradient nor the metrics. Active log-probs must be finite and <= 0; other active inputs finite.
 
+    Framework conventions, all off by default (the paper's PPO):
+
+    - ``clip_ratio_c`` (> 1): dual-clip (Ye et al. 2020, §3.2, eq. 4): for A < 0 the term is also
+      bounded below by c·A, so one token with a huge ratio cannot dominate (verl: on, c = 3).
+    - ``value_clip`` with ``old_values``: PPO2's value clipping (as in OpenAI baselines and CleanRL's
+      ``clip_vloss``): V is kept within ``old_values`` ± ``value_clip`` and the larger squared error counts.
+    - ``log_ratio_clamp``: clamp log ρ to ±c before exp (verl clamps at 20), a guard against overflow that
+      changes the value only where |log ρ| > c.
+
     Returns ``(objective, metrics)``; metrics: ``objective/clipped_surrogate``, ``loss/value``,
     ``entropy``, clip fractions split by the sign of A (``clip_ratio/low_mean``, ``clip_ratio/high_mean``,
     ``clip_ratio/region_mean``), ``clipfrac`` (ρ outside [1−ε, 1+ε_high], CleanRL's |ρ−1| > ε when
@@ -119,6 +132,16 @@ def ppo_objective(
     c1 = check_nonnegative(c1, "c1")
     c2 = check_nonnegative(c2, "c2")
     low, high = _clip_bounds(epsilon, epsilon_high)
+    if clip_ratio_c is not None:
+        clip_ratio_c = check_positive(clip_ratio_c, "clip_ratio_c")
+        if clip_ratio_c <= 1.0:
+            raise ValueError(f"clip_ratio_c must be > 1 (a lower bound c·A below A for A < 0); got {clip_ratio_c}")
+    if log_ratio_clamp is not None:
+        log_ratio_clamp = check_positive(log_ratio_clamp, "log_ratio_clamp")
+    if (value_clip is None) != (old_values is None):
+        raise ValueError("old_values and value_clip must be given together (value clipping needs both)")
+    if value_clip is not None:
+        value_clip = check_positive(value_clip, "value_clip")
     lp, olp = broadcast_pair(as_tensor(logp, "logp", allow_nan=True), as_tensor(old_logp, "old_logp", allow_nan=True), "logp", "old_logp")
     m = as_mask(mask, lp, "mask")
     active = m > 0
@@ -137,18 +160,32 @@ def ppo_objective(
     adv = masked_input(advantages, "advantages").detach()  # (B, T), 0 where masked
     # the log-ratio exists only at active positions: 0 elsewhere BEFORE exp, so fillers cannot overflow
     log_ratio = active_values(lp, active) - active_values(olp, active).detach()  # (B, T)
+    if log_ratio_clamp is not None:
+        log_ratio = torch.clamp(log_ratio, -log_ratio_clamp, log_ratio_clamp)
     ratio = torch.exp(log_ratio)  # (B, T), 1 where masked
     if not bool(torch.isfinite(ratio.detach()).all()):
         raise ValueError("logp - old_logp is so large at an active position that the ratio exp(logp - old_logp) overflows")
     surrogate = clipped_surrogate(ratio, adv, epsilon, epsilon_high)  # (B, T), 0 where masked
+    dual = torch.zeros_like(active)
+    if clip_ratio_c is not None:  # dual-clip: for A < 0, never below c·A
+        floor = clip_ratio_c * adv
+        dual = (adv < 0) & (surrogate.detach() < floor) & active
+        surrogate = torch.where(adv < 0, torch.maximum(surrogate, floor), surrogate)
     n = m.sum()
     objective = surrogate.sum() / n
     metrics: dict[str, float] = {"objective/clipped_surrogate": float(objective.detach())}
     if (values is None) != (value_targets is None):
         raise ValueError("values and value_targets must be given together")
     if values is not None:
-        v, g = masked_input(values, "values"), masked_input(value_targets, "value_targets")
-        value_loss = ((v - g.detach()) ** 2).sum() / n  # masked: 0 − 0
+        v, g = masked_input(values, "values"), masked_input(value_targets, "value_targets").detach()
+        sq = (v - g) ** 2  # (B, T), masked: 0 − 0
+        if value_clip is not None:
+            v_old = masked_input(old_values, "old_values").detach()
+            v_clipped = v_old + torch.clamp(v - v_old, -value_clip, value_clip)
+            sq_clipped = (v_clipped - g) ** 2
+            metrics["vf_clipfrac"] = float(((sq_clipped > sq).detach() & active).sum() / n)
+            sq = torch.maximum(sq, sq_clipped)
+        value_loss = sq.sum() / n
         objective = objective - c1 * value_loss
         metrics["loss/value"] = float(value_loss.detach())
     if entropy is not None:
@@ -158,6 +195,8 @@ def ppo_objective(
     rho = ratio.detach()
     metrics.update(clip_fractions(rho, adv, m, epsilon, epsilon_high))
     metrics["clipfrac"] = float((((rho < low) | (rho > high)) & active).sum() / n)
+    if clip_ratio_c is not None:
+        metrics["pg_clipfrac_lower"] = float(dual.sum() / n)  # verl's name: tokens held at c·A
     # samples come from the old policy, so this estimates KL(π_old ‖ π_θ): k3 of d = log π_θ − log π_old
     metrics["approx_kl"] = float((torch.expm1(log_ratio.detach()) - log_ratio.detach()).sum() / n)
     return objective, metrics

@@ -457,17 +457,31 @@ def ref_clip_fractions(ratio, advantages, mask=None, epsilon=0.2, epsilon_high=N
 
 
 def ref_ppo(logp, old_logp, advantages, mask, epsilon=0.2, epsilon_high=None, values=None, value_targets=None, c1=0.5,
-            entropy=None, c2=0.0):
+            entropy=None, c2=0.0, clip_ratio_c=None, old_values=None, value_clip=None, log_ratio_clamp=None):
     hi = epsilon if epsilon_high is None else epsilon_high
     act = [(b, t) for b in range(len(mask)) for t in range(len(mask[0])) if mask[b][t]]
     n = len(act)
-    ratio = {bt: math.exp(logp[bt[0]][bt[1]] - old_logp[bt[0]][bt[1]]) for bt in act}
+    lim = log_ratio_clamp if log_ratio_clamp is not None else INF
+    lr = {bt: clip(logp[bt[0]][bt[1]] - old_logp[bt[0]][bt[1]], -lim, lim) for bt in act}
+    ratio = {bt: math.exp(lr[bt]) for bt in act}
     A = {bt: advantages[bt[0]][bt[1]] for bt in act}
-    surr = sum(min(ratio[bt] * A[bt], clip(ratio[bt], 1 - epsilon, 1 + hi) * A[bt]) for bt in act) / n
+    terms = {bt: min(ratio[bt] * A[bt], clip(ratio[bt], 1 - epsilon, 1 + hi) * A[bt]) for bt in act}
+    dual = 0
+    if clip_ratio_c is not None:
+        for bt in act:
+            if A[bt] < 0 and terms[bt] < clip_ratio_c * A[bt]:
+                terms[bt], dual = clip_ratio_c * A[bt], dual + 1
+    surr = sum(terms.values()) / n
     obj = surr
     metrics = {"objective/clipped_surrogate": surr}
     if values is not None:
-        vl = sum((values[b][t] - value_targets[b][t]) ** 2 for b, t in act) / n
+        sq = {(b, t): (values[b][t] - value_targets[b][t]) ** 2 for b, t in act}
+        if value_clip is not None:
+            sqc = {(b, t): (old_values[b][t] + clip(values[b][t] - old_values[b][t], -value_clip, value_clip) - value_targets[b][t]) ** 2
+                   for b, t in act}
+            metrics["vf_clipfrac"] = sum(1 for bt in act if sqc[bt] > sq[bt]) / n
+            sq = {bt: max(sq[bt], sqc[bt]) for bt in act}
+        vl = sum(sq.values()) / n
         obj -= c1 * vl
         metrics["loss/value"] = vl
     if entropy is not None:
@@ -479,7 +493,9 @@ def ref_ppo(logp, old_logp, advantages, mask, epsilon=0.2, epsilon_high=None, va
     high = sum(1 for bt in act if ratio[bt] > hi_ and A[bt] > 0) / n
     metrics.update({"clip_ratio/low_mean": low, "clip_ratio/high_mean": high, "clip_ratio/region_mean": low + high})
     metrics["clipfrac"] = sum(1 for bt in act if not lo_ <= ratio[bt] <= hi_) / n
-    metrics["approx_kl"] = sum(k3(logp[b][t] - old_logp[b][t]) for b, t in act) / n
+    if clip_ratio_c is not None:
+        metrics["pg_clipfrac_lower"] = dual / n
+    metrics["approx_kl"] = sum(k3(lr[bt]) for bt in act) / n
     return (obj, metrics)
 
 
@@ -823,6 +839,18 @@ def spec_ppo():
                  Raises(("logp", "old_logp"))),
             Case("lab.ppo.ppo_objective", "values alone", {"logp": lp, "old_logp": old, "advantages": adv, "values": lp},
                  Raises(("values",)))]
+    # framework conventions: dual-clip, value clipping, log-ratio clamp (issue 17)
+    far = dict(base, old_logp=[[-4.0, -0.4, -2.0], [-0.3, -3.9, -1.0]])  # ratios e^3 and e^3.2 on A > 0 / A < 0 tokens
+    conv = dict(far, clip_ratio_c=3.0, old_values=[[0.3, -0.2, 0.0], [0.1, 0.45, 0.9]], value_clip=0.1, log_ratio_clamp=3.1)
+    out += numeric("lab.ppo.ppo_objective", conv, ref_ppo,
+                   ("logp", "old_logp", "advantages", "values", "value_targets", "entropy", "old_values"), mask="mask",
+                   maskable=("logp", "old_logp", "advantages", "values", "value_targets", "entropy", "old_values"), grad="logp")
+    out += [Case("lab.ppo.ppo_objective", "clip_ratio_c 1", dict(base, clip_ratio_c=1.0), Raises(("clip_ratio_c",))),
+            Case("lab.ppo.ppo_objective", "value_clip alone", dict(base, value_clip=0.2), Raises(("value_clip", "old_values"))),
+            Case("lab.ppo.ppo_objective", "log_ratio_clamp nan", dict(base, log_ratio_clamp=NAN), Raises(("log_ratio_clamp",))),
+            Case("lab.ppo.ppo_objective", "clamp rescues overflow", {"logp": [[0.0]], "old_logp": [[-1e4]], "advantages": [[-1.0]],
+                                                                    "log_ratio_clamp": 20.0},
+                 ref_ppo([[0.0]], [[-1e4]], [[-1.0]], [[1]], log_ratio_clamp=20.0), rtol=1e-9, atol=1e-6)]
     ks = {"score": [1.0, -0.5], "logp": lp, "ref_logp": old, "beta": 0.1, "mask": [[1, 1, 0], [1, 1, 1]]}
     for per_token in (False, True):
         out += numeric("lab.ppo.kl_shaped_reward", dict(ks, per_token=per_token), ref_kl_shaped, ("score", "logp", "ref_logp"),
