@@ -35,7 +35,8 @@ from lab.kl import kl_estimate
 from lab.ppo import clip_fractions, clipped_surrogate
 
 Scale = Literal["group", "batch", "none"]
-LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]
+LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 
 
 def _grouped(rewards: TensorLike, group_size: int) -> torch.Tensor:
@@ -227,6 +228,7 @@ def aggregate_token_loss(
     loss_type: LossType = "grpo",
     max_completion_length: int | None = None,
     num_items_in_batch: float | None = None,
+    drop_empty_rows: bool = False,
 ) -> torch.Tensor:
     """Reduce a (B, T) per-token loss to a scalar: the aggregation choice of ftip-004G/004J.
 
@@ -234,35 +236,49 @@ def aggregate_token_loss(
     - ``"bnpo"``: sum over the batch's active tokens / their number (every token weighs the same);
     - ``"dr_grpo"``: sum / (B · max_completion_length), a constant normaliser (Liu et al. 2025);
     - ``"dapo"``: sum / active tokens of the whole generation batch (``num_items_in_batch``; equal to
-      bnpo's count within one batch) (Yu et al. 2025, §3.3).
+      bnpo's count within one batch) (Yu et al. 2025, §3.3);
+    - ``"seq-mean-token-sum"``: each response's token *sum*, averaged over responses (verl's name);
+    - ``"seq-mean-token-sum-norm"``: sum / max_completion_length, verl's Dr. GRPO form, which divides by the
+      width only, where TRL's ``"dr_grpo"`` also divides by the number of responses B.
+
+    ``drop_empty_rows``: for the per-response modes (``"grpo"``, ``"seq-mean-token-sum"``) a response with no
+    active token has no mean; by default that raises, with ``True`` such rows are left out of the average
+    over responses (an explicit choice, never a silent one).
 
     ``mask`` (B, T), bool or 0/1. A masked position never affects value or gradient, whatever it holds
     (0, −1e4, ±inf, NaN): it is replaced by 0 before the sum. Active positions must be finite.
     An all-zero mask raises except for ``"dr_grpo"`` and ``"dapo"`` with ``num_items_in_batch``,
     whose normaliser does not depend on this batch's mask (their loss is then 0).
     """
-    check_choice(loss_type, "loss_type", ("grpo", "bnpo", "dr_grpo", "dapo"))
+    check_choice(loss_type, "loss_type", LOSS_TYPES)
+    if not isinstance(drop_empty_rows, bool):
+        raise ValueError(f"drop_empty_rows must be True or False; got {drop_empty_rows!r}")
     x = as_tensor(per_token_loss, "per_token_loss", allow_nan=True)
     if x.dim() != 2:
         raise ValueError(f"per_token_loss must have shape (B, T); got {tuple(x.shape)}")
-    fixed_norm = loss_type == "dr_grpo" or (loss_type == "dapo" and num_items_in_batch is not None)
+    fixed_norm = loss_type in ("dr_grpo", "seq-mean-token-sum-norm") or (loss_type == "dapo" and num_items_in_batch is not None)
     m = as_mask(mask, x, "mask", allow_empty=fixed_norm)
     active = m > 0
     check_active(x, active, "per_token_loss")
     total = active_values(x, active).sum(-1)  # (B,) masked fillers never reach the sum
-    if loss_type == "grpo":
-        per_seq = m.sum(-1)
-        if bool((per_seq == 0).any()):
-            empty = (per_seq == 0).nonzero().flatten().tolist()
-            raise ValueError(f"mask has no active token in responses {empty}; their per-response mean (loss_type='grpo') is undefined")
-        return (total / per_seq).mean()
+    if loss_type in ("grpo", "seq-mean-token-sum"):
+        per_seq = m.sum(-1)  # (B,)
+        keep = per_seq > 0
+        if not bool(keep.all()) and not drop_empty_rows:
+            empty = (~keep).nonzero().flatten().tolist()
+            raise ValueError(f"mask has no active token in responses {empty}; their per-response term (loss_type={loss_type!r}) "
+                             "is undefined (pass drop_empty_rows=True to leave them out)")
+        if not bool(keep.any()):
+            raise ValueError("mask selects no token in any response; there is nothing to average")
+        per_resp = total / torch.where(keep, per_seq, torch.ones_like(per_seq)) if loss_type == "grpo" else total  # (B,)
+        return per_resp[keep].mean()
     if loss_type == "bnpo":
         return total.sum() / m.sum()
-    if loss_type == "dr_grpo":
+    if loss_type in ("dr_grpo", "seq-mean-token-sum-norm"):
         L = x.shape[-1] if max_completion_length is None else check_int(max_completion_length, "max_completion_length", 1)
         if L < x.shape[-1]:
             raise ValueError(f"max_completion_length ({L}) must be >= the completion width {x.shape[-1]}")
-        return total.sum() / (x.shape[0] * L)
+        return total.sum() / (x.shape[0] * L) if loss_type == "dr_grpo" else total.sum() / L
     if num_items_in_batch is None:
         return total.sum() / m.sum()
     n = as_float(num_items_in_batch, "num_items_in_batch")
@@ -322,6 +338,7 @@ def grpo_loss(
     max_completion_length: int | None = None,
     kl_bias_correction: bool = False,
     num_items_in_batch: float | None = None,
+    drop_empty_rows: bool = False,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The GRPO / DAPO policy loss [ftip-004E, ftip-004H, ftip-004J; Shao et al. 2024, §4.1.2, eq. 3].
 
@@ -340,7 +357,7 @@ def grpo_loss(
     ``clip_ratio/region_mean`` (with the same ε, ε_high as the loss) and ``kl`` (mean k3 over active
     tokens, when ``ref_logps`` is given). Loss and gradient match TRL 1.16 for all four loss types.
     """
-    check_choice(loss_type, "loss_type", ("grpo", "bnpo", "dr_grpo", "dapo"))
+    check_choice(loss_type, "loss_type", LOSS_TYPES)
     beta = check_nonnegative(beta, "beta")
     lp, rlp, adv, m, active, log_ratio = _policy_inputs(logps, old_logps, advantages, mask, ref_logps)
     ratio = _ratio(log_ratio, "logps - old_logps")  # (B, T), 1 at masked positions
@@ -356,7 +373,7 @@ def grpo_loss(
         if beta > 0:
             per_token = per_token + beta * kl
         metrics["kl"] = float(kl.detach().sum() / m.sum())
-    loss = aggregate_token_loss(per_token, m, loss_type, max_completion_length, num_items_in_batch)
+    loss = aggregate_token_loss(per_token, m, loss_type, max_completion_length, num_items_in_batch, drop_empty_rows)
     metrics.update(clip_fractions(ratio, adv, m, epsilon, epsilon_high))
     return loss, metrics
 

@@ -11,9 +11,19 @@ from typing import Literal
 
 import torch
 
-from lab._checks import TensorLike, active_values, as_mask, as_tensor, broadcast_pair, check_active, check_choice, check_pmf
+from lab._checks import (
+    TensorLike,
+    active_values,
+    as_mask,
+    as_tensor,
+    broadcast_pair,
+    check_active,
+    check_choice,
+    check_pmf,
+    check_positive,
+)
 
-KLKind = Literal["k1", "k2", "k3"]
+KLKind = Literal["k1", "k2", "k3", "abs", "k3+"]
 
 
 def kl_divergence(p: TensorLike, q: TensorLike) -> torch.Tensor:
@@ -63,14 +73,28 @@ def entropy_from_logits(logits: TensorLike) -> torch.Tensor:
     return -torch.where(on, safe.exp() * safe, torch.zeros_like(safe)).sum(-1)
 
 
-def kl_estimate(logp: TensorLike, ref_logp: TensorLike, kind: KLKind = "k3", mask: TensorLike | None = None) -> torch.Tensor:
+def kl_estimate(
+    logp: TensorLike,
+    ref_logp: TensorLike,
+    kind: KLKind = "k3",
+    mask: TensorLike | None = None,
+    clamp: float | None = None,
+    float32: bool = False,
+) -> torch.Tensor:
     """Per-token sampled estimate of KL(π_θ ‖ π_ref) from log-probs of tokens sampled from π_θ.
 
     With d = log π_ref − log π_θ (the log of r = π_ref/π_θ):
 
     - ``"k1"`` = −d: unbiased, high variance, can be negative;
     - ``"k2"`` = d²/2: biased, low variance, always >= 0;
-    - ``"k3"`` = e^d − d − 1: unbiased and always >= 0 (GRPO's and TRL's per-token KL).
+    - ``"k3"`` = e^d − d − 1: unbiased and always >= 0 (GRPO's and TRL's per-token KL);
+    - ``"abs"`` = |d| (verl's "abs" penalty);
+    - ``"k3+"``: the value of k3 with the gradient of k2, a straight-through form (verl's "low_var_kl+"):
+      k3's gradient e^d − 1 grows exponentially with d, k2's gradient d does not.
+
+    Framework conventions, off by default: ``clamp`` bounds the estimate to [−clamp, clamp] (verl clamps
+    its k3 at ±10; TRL does not), and ``float32=True`` computes in float32 whatever the input dtype
+    (verl upcasts bf16 log-probs first), returning float32.
 
     k3 is evaluated as ``expm1(d) − d`` so it stays accurate (and exactly 0) when d → 0.
     ``logp`` and ``ref_logp`` broadcast; returns their broadcast shape. ``mask`` (that shape, bool or
@@ -78,18 +102,30 @@ def kl_estimate(logp: TensorLike, ref_logp: TensorLike, kind: KLKind = "k3", mas
     there before the exponential. Active entries must be finite log-probabilities (<= 0), and e^d
     must not overflow the dtype.
     """
-    check_choice(kind, "kind", ("k1", "k2", "k3"))
+    check_choice(kind, "kind", ("k1", "k2", "k3", "abs", "k3+"))
+    if clamp is not None:
+        clamp = check_positive(clamp, "clamp")
+    if not isinstance(float32, bool):
+        raise ValueError(f"float32 must be True or False; got {float32!r}")
     lp, rlp = broadcast_pair(as_tensor(logp, "logp", allow_nan=True), as_tensor(ref_logp, "ref_logp", allow_nan=True), "logp", "ref_logp")
+    if float32:
+        lp, rlp = lp.float(), rlp.float()
     m = as_mask(mask, lp, "mask", allow_empty=True)
     active = m > 0
     check_active(lp, active, "logp", logprob=True)
     check_active(rlp, active, "ref_logp", logprob=True)
     d = active_values(rlp, active) - active_values(lp, active)  # 0 at masked positions
     if kind == "k1":
-        return -d
-    if kind == "k2":
-        return 0.5 * d * d
-    out = torch.expm1(d) - d
-    if not bool(torch.isfinite(out.detach()).all()):
-        raise ValueError("ref_logp - logp is so large at some position that exp(ref_logp - logp) overflows (k3)")
-    return out
+        out = -d
+    elif kind == "k2":
+        out = 0.5 * d * d
+    elif kind == "abs":
+        out = d.abs()
+    else:
+        out = torch.expm1(d) - d
+        if not bool(torch.isfinite(out.detach()).all()):
+            raise ValueError("ref_logp - logp is so large at some position that exp(ref_logp - logp) overflows (k3)")
+        if kind == "k3+":
+            k2 = 0.5 * d * d
+            out = k2 + (out - k2).detach()  # value of k3, gradient of k2
+    return out if clamp is None else torch.clamp(out, -clamp, clamp)

@@ -429,12 +429,13 @@ def ref_entropy_logits(logits):
     return out
 
 
-def ref_kl_estimate(logp, ref_logp, kind="k3", mask=None):
+def ref_kl_estimate(logp, ref_logp, kind="k3", mask=None, clamp=None, float32=False):
     mask = mask or [1] * len(logp)
     out = []
     for l, r, m in zip(logp, ref_logp, mask):
         d = (r - l) if m else 0.0
-        out.append(-d if kind == "k1" else 0.5 * d * d if kind == "k2" else k3(d))
+        v = -d if kind == "k1" else 0.5 * d * d if kind == "k2" else abs(d) if kind == "abs" else k3(d)
+        out.append(v if clamp is None else max(-clamp, min(clamp, v)))
     return out
 
 
@@ -577,11 +578,16 @@ def ref_overlong(lengths, max_length, buffer, penalty=1.0):
     return [0.0 if L <= start else (start - L) / buffer * penalty if L <= max_length else -penalty for L in lengths]
 
 
-def ref_aggregate(per_token_loss, mask, loss_type="grpo", max_completion_length=None, num_items_in_batch=None):
+def ref_aggregate(per_token_loss, mask, loss_type="grpo", max_completion_length=None, num_items_in_batch=None, drop_empty_rows=False):
     rows = [[x for x, m in zip(xr, mr) if m] for xr, mr in zip(per_token_loss, mask)]
     total = sum(sum(r) for r in rows)
+    kept = [r for r in rows if r]
     if loss_type == "grpo":
-        return sum(sum(r) / len(r) for r in rows) / len(rows)
+        return sum(sum(r) / len(r) for r in kept) / len(kept)
+    if loss_type == "seq-mean-token-sum":
+        return sum(sum(r) for r in kept) / len(kept)
+    if loss_type == "seq-mean-token-sum-norm":
+        return total / (max_completion_length or len(per_token_loss[0]))
     if loss_type == "bnpo":
         return total / sum(len(r) for r in rows)
     if loss_type == "dr_grpo":
@@ -805,6 +811,16 @@ def spec_kl():
                        ("logp", "ref_logp"), mask="mask", maskable=("logp", "ref_logp"), ints={"logp": [-1, 0, -3, -1]}, grad="logp",
                        mask_can_be_empty=True)
         out += numeric("lab.kl.kl_estimate", {"logp": lp, "ref_logp": rp, "kind": kind}, ref_kl_estimate, ("logp", "ref_logp"))
+    for kind in ("abs", "k3+"):
+        out += numeric("lab.kl.kl_estimate", {"logp": lp, "ref_logp": rp, "kind": kind, "mask": [1, 1, 0, 1]}, ref_kl_estimate,
+                       ("logp", "ref_logp"), mask="mask", maskable=("logp", "ref_logp"), grad="logp", mask_can_be_empty=True)
+    for kind in ("k1", "k3", "k3+"):
+        out += numeric("lab.kl.kl_estimate", {"logp": [-1.0, -20.0, -0.1, -3.0], "ref_logp": [-2.0, -0.5, -9.0, -3.0], "kind": kind,
+                                              "clamp": 10.0}, ref_kl_estimate, ("logp", "ref_logp"))
+    out += [Case("lab.kl.kl_estimate", "float32 from float64", {"logp": lp, "ref_logp": rp, "float32": True},
+                 lambda got: close(got, ref_kl_estimate(round32(lp), round32(rp)), 2e-5, 2e-5)),
+            Case("lab.kl.kl_estimate", "clamp 0", {"logp": lp, "ref_logp": rp, "clamp": 0.0}, Raises(("clamp",))),
+            Case("lab.kl.kl_estimate", "float32 not bool", {"logp": lp, "ref_logp": rp, "float32": "yes"}, Raises(("float32",)))]
     out += [Case("lab.kl.kl_estimate", "overflow", {"logp": [-1e4], "ref_logp": [0.0]}, Raises(("logp", "ref_logp"))),
             Case("lab.kl.kl_estimate", "bad kind", {"logp": lp, "ref_logp": rp, "kind": "k4"}, Raises(("kind",)))]
     return out
@@ -1112,6 +1128,17 @@ def spec_grpo():
         out += numeric("lab.grpo.aggregate_token_loss", dict({"per_token_loss": x, "mask": mask, "loss_type": lt}, **kw), ref_aggregate,
                        ("per_token_loss",), mask="mask", maskable=("per_token_loss",), grad="per_token_loss",
                        mask_can_be_empty=lt == "dr_grpo" or "num_items_in_batch" in kw)
+    for lt in ("seq-mean-token-sum", "seq-mean-token-sum-norm"):
+        out += numeric("lab.grpo.aggregate_token_loss", {"per_token_loss": x, "mask": mask, "loss_type": lt}, ref_aggregate,
+                       ("per_token_loss",), mask="mask", maskable=("per_token_loss",), grad="per_token_loss",
+                       mask_can_be_empty=lt == "seq-mean-token-sum-norm")
+    for lt in ("grpo", "seq-mean-token-sum"):
+        kw = {"per_token_loss": x, "mask": [[1, 1, 0], [0, 0, 0]], "loss_type": lt, "drop_empty_rows": True}
+        out += [Case("lab.grpo.aggregate_token_loss", f"drop empty row {lt}", kw, ref_aggregate(**kw)),
+                Case("lab.grpo.aggregate_token_loss", f"empty row {lt}", dict(kw, drop_empty_rows=False), Raises(("mask",))),
+                Case("lab.grpo.aggregate_token_loss", f"all rows empty {lt}", dict(kw, mask=[[0, 0, 0], [0, 0, 0]]), Raises(("mask",)))]
+    out += [Case("lab.grpo.aggregate_token_loss", "drop_empty_rows not bool", {"per_token_loss": x, "mask": mask, "drop_empty_rows": 1},
+                 Raises(("drop_empty_rows",)))]
     out += [Case("lab.grpo.aggregate_token_loss", "empty row grpo", {"per_token_loss": x, "mask": [[1, 1, 0], [0, 0, 0]]}, Raises(("mask",))),
             Case("lab.grpo.aggregate_token_loss", "num_items nan", {"per_token_loss": x, "mask": mask, "loss_type": "dapo",
                                                                      "num_items_in_batch": NAN}, Raises(("num_items_in_batch",))),

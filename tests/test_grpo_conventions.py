@@ -127,3 +127,31 @@ def test_near_constant_rewards_whiten_to_tiny_or_zero(noise):
     assert torch.isfinite(adv).all()
     if bool(r.max() == r.min()):
         assert adv.abs().max().item() == 0.0
+
+
+def test_aggregations_hand_values_and_the_two_dr_grpo_forms():
+    x = [[1.0, 2.0, 3.0], [4.0, -1.0, 0.5]]
+    m = [[1, 1, 0], [1, 0, 1]]
+    agg = grpo.aggregate_token_loss
+    assert agg(x, m, "seq-mean-token-sum").item() == pytest.approx((3.0 + 4.5) / 2)
+    assert agg(x, m, "seq-mean-token-sum-norm").item() == pytest.approx(7.5 / 3)  # verl: width only
+    assert agg(x, m, "dr_grpo").item() == pytest.approx(7.5 / (2 * 3))  # TRL: batch × width
+    assert agg(x, m, "seq-mean-token-sum-norm", max_completion_length=5).item() == pytest.approx(7.5 / 5)
+
+
+def test_drop_empty_rows_is_explicit():
+    x = [[1.0, 2.0, 3.0], [4.0, -1.0, 0.5]]
+    m = [[1, 1, 0], [0, 0, 0]]
+    with pytest.raises(ValueError, match="drop_empty_rows"):
+        grpo.aggregate_token_loss(x, m, "grpo")
+    assert grpo.aggregate_token_loss(x, m, "grpo", drop_empty_rows=True).item() == pytest.approx(1.5)
+    loss, _ = grpo.grpo_loss([[-1.0, -1.0], [-1.0, -1.0]], [[-1.0, -1.0], [-1.0, -1.0]], [2.0, 5.0], [[1, 1], [0, 0]], drop_empty_rows=True)
+    assert loss.item() == pytest.approx(-2.0)  # only the first response: −ρA = −2
+
+
+def test_grpo_loss_accepts_verl_aggregations():
+    lp = torch.log(torch.tensor([[0.5, 0.4, 0.3], [0.2, 0.9, 0.9]], **T64))
+    m = [[1, 1, 0], [1, 1, 1]]
+    a, _ = grpo.grpo_loss(lp, lp, [1.0, -1.0], m, loss_type="seq-mean-token-sum-norm")
+    b, _ = grpo.grpo_loss(lp, lp, [1.0, -1.0], m, loss_type="dr_grpo")
+    assert a.item() == pytest.approx(2 * b.item())  # B = 2
