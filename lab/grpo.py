@@ -584,3 +584,64 @@ def reinforce_pp_advantages(
     elif coef > 0:
         raise ValueError("kl must be given when kl_coef > 0")
     return whiten_advantages(returns, m, ddof=ddof, eps=eps)
+
+
+def uneven_group_advantages(
+    rewards: TensorLike,
+    group_ids: Sequence[object],
+    scale: Scale = "group",
+    ddof: int = 1,
+    eps: float = 1e-4,
+    zero_std: Literal["zero", "raise"] = "zero",
+    singleton: Literal["zero", "raise"] = "zero",
+) -> torch.Tensor:
+    """:func:`group_advantages` for groups of different sizes, members anywhere in the batch.
+
+    ``group_ids`` (N,): any hashable label per reward (e.g. the prompt id); members need not be contiguous.
+    Each group is centred on its own mean; ``scale``, ``ddof``, ``eps`` and ``zero_std`` mean what they
+    mean in :func:`group_advantages` ("batch" divides by the std of all N rewards). A group of one has
+    nothing to compare with: ``singleton="zero"`` gives it advantage 0 (it contributes no gradient, as
+    verl's and OpenRLHF's group normalisation do for a lone sample), ``"raise"`` refuses it.
+    With equal-size contiguous groups the result equals :func:`group_advantages`.
+    """
+    check_choice(scale, "scale", ("group", "batch", "none"))
+    check_choice(zero_std, "zero_std", ("zero", "raise"))
+    check_choice(singleton, "singleton", ("zero", "raise"))
+    eps = check_nonnegative(eps, "eps")
+    r = as_tensor(rewards, "rewards")
+    check_finite(r, "rewards")
+    if r.dim() != 1 or r.numel() == 0:
+        raise ValueError(f"rewards must be a non-empty flat vector (N,); got shape {tuple(r.shape)}")
+    ids = list(group_ids)
+    if len(ids) != r.numel():
+        raise ValueError(f"group_ids must give one label per reward ({r.numel()}); got {len(ids)}")
+    members: dict[object, list[int]] = {}
+    for i, g in enumerate(ids):
+        try:
+            members.setdefault(g, []).append(i)
+        except TypeError:
+            raise ValueError(f"group_ids must be hashable labels; got {g!r}") from None
+    lonely = [g for g, idx in members.items() if len(idx) == 1]
+    if lonely and singleton == "raise":
+        raise ValueError(f"group_ids: groups {lonely} have a single member, so they have no relative signal (singleton='raise')")
+    out = torch.zeros_like(r)
+    if scale == "batch":
+        if bool(_zero_spread(r)) and zero_std == "raise":
+            raise ValueError("rewards: the whole batch has zero spread (all rewards equal), so batch std scaling is undefined (zero_std='raise')")
+        batch_std = _std(r, ddof) if not bool(_zero_spread(r)) else None
+    for g, idx in members.items():
+        if len(idx) == 1:
+            continue  # advantage 0 (singleton="zero")
+        sel = torch.tensor(idx)
+        x = r[sel]
+        if scale == "group":
+            try:
+                adv = group_advantages(x, len(idx), "group", ddof, eps, zero_std)
+            except ValueError as exc:
+                raise ValueError(f"rewards of group {g!r}: {exc}") from None
+        elif scale == "none" or batch_std is None or bool(_zero_spread(x)):
+            adv = _centred(x)
+        else:
+            adv = _centred(x) / (batch_std + eps)
+        out[sel] = adv.to(out.dtype)
+    return out

@@ -1047,8 +1047,42 @@ def ref_reinforce_pp(rewards, mask, kl=None, kl_coef=0.0, group_size=None, ddof=
     return ref_whiten(ret, mask, True, ddof, eps)
 
 
+def ref_uneven(rewards, group_ids, scale="group", ddof=1, eps=1e-4, zero_std="zero", singleton="zero"):
+    out = [0.0] * len(rewards)
+    groups = {}
+    for i, g in enumerate(group_ids):
+        groups.setdefault(g, []).append(i)
+    batch = exact_group(rewards, ddof)[1] if len(rewards) > ddof else 0.0
+    for idx in groups.values():
+        if len(idx) == 1:
+            continue
+        xs = [rewards[i] for i in idx]
+        centred, std, _ = exact_group(xs, ddof)
+        centred = [float(c) for c in centred]
+        if max(xs) == min(xs) or scale == "none":
+            vals = [0.0 if max(xs) == min(xs) else c for c in centred]
+        else:
+            d = (std if scale == "group" else batch) + eps
+            vals = [c / d for c in centred]
+        for i, v in zip(idx, vals):
+            out[i] = v
+    return out
+
+
 def spec_grpo_conventions():
     out = []
+    for scale in ("group", "batch", "none"):
+        for ddof in (0, 1):
+            kw = {"rewards": [1.0, 0.0, 5.0, 2.0, 2.0, 0.3, 0.3], "group_ids": ["a", "b", "a", "c", "b", "d", "d"], "scale": scale, "ddof": ddof}
+            out += numeric("lab.grpo.uneven_group_advantages", kw, ref_uneven, ("rewards",), ints={"rewards": [1, 0, 5, 2, 2, 0, 0]})
+            for noise in NOISE:
+                x = [0.1, 0.1 + noise, 0.1, 7.0, 7.0]
+                k2 = {"rewards": x, "group_ids": [0, 0, 0, 1, 1], "scale": scale, "ddof": ddof}
+                out.append(Case("lab.grpo.uneven_group_advantages", f"near-constant +{noise} {scale} {ddof}", k2, ref_uneven(**k2),
+                                rtol=1e-6, atol=1e-9))
+    out += [Case("lab.grpo.uneven_group_advantages", "ids mismatch", {"rewards": [1.0, 2.0], "group_ids": [0]}, Raises(("group_ids",))),
+            Case("lab.grpo.uneven_group_advantages", "singleton raise", {"rewards": [1.0, 2.0, 3.0], "group_ids": [0, 0, 1], "singleton": "raise"},
+                 Raises(("group_ids", "singleton")))]
     lp = [[-1.0, -0.5, -2.0], [-0.3, -0.7, -1.1]]
     old = [[-1.2, -0.4, -2.0], [-0.3, -0.9, -1.0]]
     gm = [[1, 1, 0], [1, 1, 1]]

@@ -155,3 +155,25 @@ def test_grpo_loss_accepts_verl_aggregations():
     a, _ = grpo.grpo_loss(lp, lp, [1.0, -1.0], m, loss_type="seq-mean-token-sum-norm")
     b, _ = grpo.grpo_loss(lp, lp, [1.0, -1.0], m, loss_type="dr_grpo")
     assert a.item() == pytest.approx(2 * b.item())  # B = 2
+
+
+@given(st.lists(st.floats(-10, 10), min_size=6, max_size=6), st.sampled_from(["group", "batch", "none"]), st.sampled_from([0, 1]))
+@settings(max_examples=100, deadline=None)
+def test_uneven_groups_equal_group_advantages_for_equal_contiguous_groups(r, scale, ddof):
+    a = grpo.uneven_group_advantages(r, [0, 0, 0, 1, 1, 1], scale, ddof)
+    b = grpo.group_advantages(r, 3, scale, ddof)
+    assert torch.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_uneven_groups_hand_values_singletons_and_scattered_members():
+    # groups a = {1, 5}, b = {0, 2}, c = {2} (singleton → 0); group std (ddof 1) of two values x, y is |x − y|/√2
+    adv = grpo.uneven_group_advantages([1.0, 0.0, 5.0, 2.0, 2.0], ["a", "b", "a", "c", "b"], eps=0.0)
+    s = 1 / math.sqrt(2)
+    assert adv.tolist() == pytest.approx([-s, -s, s, 0.0, s])
+    with pytest.raises(ValueError, match="singleton"):
+        grpo.uneven_group_advantages([1.0, 0.0, 5.0], ["a", "b", "a"], singleton="raise")
+    with pytest.raises(ValueError, match="group 'a'"):
+        grpo.uneven_group_advantages([1.0, 1.0, 5.0, 6.0], ["a", "a", "b", "b"], zero_std="raise")
+    for bad, name in [(dict(group_ids=[0, 0]), "group_ids"), (dict(group_ids=[[0], [0], [1]]), "group_ids"), (dict(singleton="x"), "singleton")]:
+        with pytest.raises(ValueError, match=name):
+            grpo.uneven_group_advantages([1.0, 0.0, 2.0], **{"group_ids": [0, 0, 1], **bad})
