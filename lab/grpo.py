@@ -593,20 +593,22 @@ def uneven_group_advantages(
     ddof: int = 1,
     eps: float = 1e-4,
     zero_std: Literal["zero", "raise"] = "zero",
-    singleton: Literal["zero", "raise"] = "zero",
+    singleton: Literal["zero", "raw", "raise"] = "zero",
 ) -> torch.Tensor:
     """:func:`group_advantages` for groups of different sizes, members anywhere in the batch.
 
     ``group_ids`` (N,): any hashable label per reward (e.g. the prompt id); members need not be contiguous.
     Each group is centred on its own mean; ``scale``, ``ddof``, ``eps`` and ``zero_std`` mean what they
     mean in :func:`group_advantages` ("batch" divides by the std of all N rewards). A group of one has
-    nothing to compare with: ``singleton="zero"`` gives it advantage 0 (it contributes no gradient, as
-    verl's and OpenRLHF's group normalisation do for a lone sample), ``"raise"`` refuses it.
+    nothing to compare with, and frameworks disagree on what it gets: ``singleton="zero"`` gives it
+    advantage 0 (no gradient); ``"raw"`` is verl's rule (``compute_grpo_outcome_advantage`` takes mean 0
+    and std 1 for a lone sample, so its advantage is its reward / (1 + eps), or the reward itself with
+    scale "none"); ``"raise"`` refuses it.
     With equal-size contiguous groups the result equals :func:`group_advantages`.
     """
     check_choice(scale, "scale", ("group", "batch", "none"))
     check_choice(zero_std, "zero_std", ("zero", "raise"))
-    check_choice(singleton, "singleton", ("zero", "raise"))
+    check_choice(singleton, "singleton", ("zero", "raw", "raise"))
     eps = check_nonnegative(eps, "eps")
     r = as_tensor(rewards, "rewards")
     check_finite(r, "rewards")
@@ -630,9 +632,11 @@ def uneven_group_advantages(
             raise ValueError("rewards: the whole batch has zero spread (all rewards equal), so batch std scaling is undefined (zero_std='raise')")
         batch_std = _std(r, ddof) if not bool(_zero_spread(r)) else None
     for g, idx in members.items():
-        if len(idx) == 1:
-            continue  # advantage 0 (singleton="zero")
         sel = torch.tensor(idx)
+        if len(idx) == 1:
+            if singleton == "raw":  # verl: mean 0, std 1
+                out[sel] = r[sel] / (1 + eps) if scale != "none" else r[sel]
+            continue  # otherwise advantage 0 (singleton="zero")
         x = r[sel]
         if scale == "group":
             try:

@@ -1055,6 +1055,8 @@ def ref_uneven(rewards, group_ids, scale="group", ddof=1, eps=1e-4, zero_std="ze
     batch = exact_group(rewards, ddof)[1] if len(rewards) > ddof else 0.0
     for idx in groups.values():
         if len(idx) == 1:
+            if singleton == "raw":
+                out[idx[0]] = rewards[idx[0]] / (1 + eps) if scale != "none" else rewards[idx[0]]
             continue
         xs = [rewards[i] for i in idx]
         centred, std, _ = exact_group(xs, ddof)
@@ -1075,6 +1077,7 @@ def spec_grpo_conventions():
         for ddof in (0, 1):
             kw = {"rewards": [1.0, 0.0, 5.0, 2.0, 2.0, 0.3, 0.3], "group_ids": ["a", "b", "a", "c", "b", "d", "d"], "scale": scale, "ddof": ddof}
             out += numeric("lab.grpo.uneven_group_advantages", kw, ref_uneven, ("rewards",), ints={"rewards": [1, 0, 5, 2, 2, 0, 0]})
+            out += numeric("lab.grpo.uneven_group_advantages", dict(kw, singleton="raw"), ref_uneven, ("rewards",))
             for noise in NOISE:
                 x = [0.1, 0.1 + noise, 0.1, 7.0, 7.0]
                 k2 = {"rewards": x, "group_ids": [0, 0, 0, 1, 1], "scale": scale, "ddof": ddof}
