@@ -124,3 +124,211 @@ def test_label_trace_bad_input():
         label_trace("r", ["1 + 1 = 2"], 2, "2")
     out, proc = label_trace("r", ["1/0 = 5", "3 × 4 = 12"], "12", "12")
     assert out.value == 1.0 and [p.value for p in proc] == [0.0, 1.0]
+
+
+# ----------------------------------------------------------------------------- agentic: serializer (ftip-004P, ftip-004R)
+
+from lab.agentic import (  # noqa: E402
+    Action,
+    ActionSerializer,
+    AgenticState,
+    Ledger,
+    Malformed,
+    RoundCostError,
+    RoundSpec,
+    Sandbox,
+    ScriptedPolicy,
+    agentic_round,
+    agentic_run,
+    react_episode,
+    round_seeds,
+)
+
+_NAME = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"), blacklist_characters='"<>'), min_size=1, max_size=12).filter(
+    lambda n: not any(c.isspace() or not c.isprintable() for c in n))
+
+
+def test_camel_case_tool_decodes_its_own_encoding():
+    ser = ActionSerializer(tools=("runTests",))  # was: the decoder only accepted [a-z_][a-z0-9_]*
+    a = Action("runTests", "test_solution.py")
+    assert ser.encode(a) == '<action tool="runTests">test_solution.py</action>'
+    assert ser.decode(ser.encode(a)) == a
+    assert isinstance(ser.decode('<action tool="run_tests">x</action>'), Malformed)  # exactly the names given
+    assert isinstance(ser.decode('<action tool="runtests">x</action>'), Malformed)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_NAME, min_size=1, max_size=4, unique=True), st.data())
+def test_every_allowed_tool_round_trips(tools, data):
+    ser = ActionSerializer(tools=tools)
+    tool = data.draw(st.sampled_from(tools))
+    arg = data.draw(st.text(max_size=40))
+    thought = data.draw(st.text(max_size=30)).strip()
+    a = Action(tool, arg, thought)
+    if ser.in_domain(a):
+        assert ser.decode(ser.encode(a)) == a
+        assert ser.decode("\n " + ser.encode(a) + " \n") == a
+    else:
+        assert "</action>" in arg or "<action" in thought
+        with pytest.raises(ValueError, match="action.argument|action.thought"):
+            ser.encode(a)
+    other = data.draw(_NAME)
+    if other not in tools:
+        assert isinstance(ser.decode(f'<action tool="{other}">{arg.replace("</action>", "")}</action>'), Malformed)
+
+
+def test_react_thought_before_action_is_kept_apart():
+    ser = ActionSerializer()
+    text = 'Thought: the test expects 9, so squares are needed.\n<action tool="run_tests">test_solution.py</action>\n'
+    d = ser.decode(text)
+    assert d == Action("run_tests", "test_solution.py", "Thought: the test expects 9, so squares are needed.")
+    assert ser.encode(d) == text.strip()
+    strict = ActionSerializer(allow_thought=False)
+    assert isinstance(strict.decode(text), Malformed) and "before" in strict.decode(text).reason
+    assert strict.decode(' <action tool="finish">ok</action>') == Action("finish", "ok")
+    with pytest.raises(ValueError, match="action.thought"):
+        strict.encode(Action("finish", "ok", "why"))
+
+
+@pytest.mark.parametrize("text, why", [
+    ("I will run the tests now.", "no <action"),
+    ('Thought: fix it. <action tool="python">print(1)', "closing"),
+    ('<action tool="python">a</action><action tool="finish">b</action>', "after"),
+    ('Thought <action tool=python>x</action>', "malformed opening tag"),
+    ('<action tool="rm">-rf /</action>', "unknown tool"),
+    ('<actiontool="python">x</action>', "malformed opening tag"),
+    ("", "no <action"),
+])
+def test_genuinely_malformed_text_stays_malformed(text, why):
+    d = ActionSerializer().decode(text)
+    assert isinstance(d, Malformed) and why in d.reason
+
+
+def test_serializer_bad_input():
+    with pytest.raises(ValueError, match="tools must be a sequence"):
+        ActionSerializer(tools="runTests")  # a string would be a tuple of letters
+    with pytest.raises(ValueError, match="tools"):
+        ActionSerializer(tools=("run tests",))
+    with pytest.raises(ValueError, match="tools"):
+        ActionSerializer(tools=('a"b',))
+    with pytest.raises(ValueError, match="tools must name at least one"):
+        ActionSerializer(tools=())
+    with pytest.raises(ValueError, match="tools must not repeat"):
+        ActionSerializer(tools=("a", "a"))
+    with pytest.raises(ValueError, match="text must be a string"):
+        ActionSerializer().decode(None)
+    with pytest.raises(ValueError, match="action must be an Action"):
+        ActionSerializer().encode("python")
+
+
+# ----------------------------------------------------------------------------- agentic: hard budget and output cap (ftip-0074)
+
+
+def _printing_spec(sb, n_chars, max_steps=1, feedback=None, credit=None):
+    """Each round: one real sandbox step that prints ``n_chars - 1`` x's and a newline (n_chars bytes)."""
+    ser = ActionSerializer()
+    gen = ser.encode(Action("python", f"print('x' * {n_chars - 1})"))
+    return RoundSpec(
+        task="print",
+        sample_instance=lambda seed: (f"instance-{seed}", {}),
+        rollout=lambda inst, files, seed: react_episode(ScriptedPolicy([gen] * max_steps), sb, inst, files=files, max_steps=max_steps),
+        feedback=feedback or (lambda t: {"steps": len(t.steps)}),
+        credit=credit or (lambda t, fb: [0.0] * len(t.steps)),
+        update=lambda state, credit, seed: ("accept", f"m{state.round_index + 1}", f"o{state.round_index + 1}"),
+        policy_stamp=lambda state: state.artifact_id,
+    )
+
+
+def test_run_stops_before_crossing_a_1500_byte_budget(tmp_path):
+    with Sandbox(timeout_s=5, memory_mb=256) as sb:
+        state = AgenticState("m0", "o0", Ledger(tmp_path / "a.jsonl"))
+        res = agentic_run(state, _printing_spec(sb, 1000), rounds=5, budget=[600, 600, 1500], max_round_cost=[60, 60, 1000])
+        assert [r.cost[2] for r in res.records] == [1000.0]  # the second round (1000 + 1000 > 1500) is not admitted
+        assert res.stop_reason == "budget" and res.cumulative_cost[2] == 1000.0
+        # a declared bound that is false (rounds cost 1000, declared 400) stops the run at once, with an error,
+        # instead of admitting a second round that ends at 2000 > 1500 (the old behaviour)
+        state2 = AgenticState("m0", "o0", Ledger(tmp_path / "b.jsonl"))
+        with pytest.raises(RoundCostError, match="max_round_cost is not a bound") as exc:
+            agentic_run(state2, _printing_spec(sb, 1000), rounds=5, budget=[600, 600, 1500], max_round_cost=[60, 60, 400])
+        assert len(exc.value.result.records) == 1 and exc.value.result.cumulative_cost[2] == 1000.0 <= 1500
+        assert len(state2.ledger.read()[0]) == 1  # the round that ran is recorded
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1.0, math.inf, True, "1500", None])
+def test_budget_components_must_be_finite_nonnegative_numbers(tmp_path, bad):
+    state = AgenticState("m0", "o0", Ledger(tmp_path / "c.jsonl"))
+    with pytest.raises(ValueError, match=r"^budget \(output bytes\)"):
+        agentic_run(state, None, rounds=3, budget=[1, 1, bad], max_round_cost=[1, 1, 1])
+    with pytest.raises(ValueError, match=r"^max_round_cost \(wall seconds\)"):
+        agentic_run(state, None, rounds=3, budget=[1, 1, 1], max_round_cost=[bad, 1, 1])
+    assert not (tmp_path / "c.jsonl").exists()  # nothing ran
+
+
+def test_run_argument_checks(tmp_path):
+    state = AgenticState("m0", "o0", Ledger(tmp_path / "d.jsonl"))
+    with pytest.raises(ValueError, match="budget must have 3 components"):
+        agentic_run(state, None, rounds=1, budget=[1, 1], max_round_cost=[1, 1, 1])
+    with pytest.raises(ValueError, match="budget must be a sequence"):
+        agentic_run(state, None, rounds=1, budget="1500", max_round_cost=[1, 1, 1])
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="rounds"):
+            agentic_run(state, None, rounds=bad, budget=[1, 1, 1], max_round_cost=[1, 1, 1])
+    with pytest.raises(ValueError, match="seed"):
+        agentic_run(state, None, rounds=1, budget=[1, 1, 1], max_round_cost=[1, 1, 1], seed=-1)
+    assert agentic_run(state, None, rounds=0, budget=[0, 0, 0], max_round_cost=[0, 0, 0]).records == []
+
+
+def test_max_output_bytes_bounds_the_recorded_cost(tmp_path):
+    with Sandbox(timeout_s=5, memory_mb=256, max_output_bytes=1000) as sb:
+        t = react_episode(ScriptedPolicy([ActionSerializer().encode(Action("python", "print('é' * 3000)"))]), sb, "print", max_steps=1)
+        r = t.steps[0].result
+        assert r.output_bytes <= 1000 and t.cost[1] <= 1000  # was 6001 (every byte the child printed)
+        assert len(r.stdout.encode()) == r.output_bytes == 1000  # 500 two-byte characters, none cut in half
+        assert r.evidence["output_truncated"] and r.evidence["output_bytes_produced"] == 6001
+        # so a run may declare max_steps * max_output_bytes as its bytes bound, and it holds
+        state = AgenticState("m0", "o0", Ledger(tmp_path / "e.jsonl"))
+        res = agentic_run(state, _printing_spec(sb, 5000, max_steps=2), rounds=3, budget=[600, 600, 4500], max_round_cost=[60, 60, 2 * 1000])
+        assert [r.cost[2] for r in res.records] == [2000.0, 2000.0] and res.stop_reason == "budget"
+
+
+# ----------------------------------------------------------------------------- agentic: seeds reach the maps (ftip-0073)
+
+
+def test_feedback_and_credit_seeds_are_passed_on(tmp_path):
+    import random
+
+    import torch
+
+    def feedback(t, seed):  # e.g. a sampled judge: the seed fixes its randomness
+        return {"steps": len(t.steps), "judge_draw": random.Random(seed).random()}
+
+    def credit(t, fb, seed):  # e.g. a sampled baseline
+        g = torch.Generator().manual_seed(seed)
+        return [float(torch.rand((), generator=g, dtype=torch.float64))] * len(t.steps)
+
+    def run(seed, name):
+        with Sandbox() as sb:
+            state = AgenticState("m0", "o0", Ledger(tmp_path / f"{name}.jsonl"))
+            spec = _printing_spec(sb, 10, feedback=feedback, credit=credit)
+            return agentic_run(state, spec, rounds=2, budget=[600, 600, 1e6], max_round_cost=[60, 60, 100], seed=seed).records
+
+    a, b, c = run(7, "a"), run(7, "b"), run(8, "c")
+    assert [r.feedback for r in a] == [r.feedback for r in b] and [r.credit for r in a] == [r.credit for r in b]
+    assert [r.feedback for r in a] != [r.feedback for r in c] and [r.credit for r in a] != [r.credit for r in c]
+    assert a[0].feedback != a[1].feedback  # each round draws its own seed
+    s = round_seeds(7, 1)
+    assert a[1].seeds == s and a[1].feedback["judge_draw"] == random.Random(s["feedback"]).random()
+    g = torch.Generator().manual_seed(s["credit"])
+    assert a[1].credit == [float(torch.rand((), generator=g, dtype=torch.float64))]
+
+
+def test_deterministic_maps_record_no_seed(tmp_path):
+    with Sandbox() as sb:
+        state = AgenticState("m0", "o0", Ledger(tmp_path / "f.jsonl"))
+        rec = agentic_round(state, _printing_spec(sb, 10), round_seeds(3, 0))
+    assert rec.seeds["feedback"] is None and rec.seeds["credit"] is None  # not passed on, so not claimed
+    assert rec.seeds["task"] == 3 * 1_000_003 and rec.seeds["update"] == 3 * 1_000_003 + 4
+    with pytest.raises(ValueError, match="seeds"):
+        agentic_round(state, _printing_spec(None, 10), {"task": 0})
+    with pytest.raises(ValueError, match=r"seeds\['credit'\]"):
+        agentic_round(state, _printing_spec(None, 10), {**round_seeds(0, 0), "credit": math.nan})
