@@ -431,19 +431,38 @@ class ScriptedPolicy:
 
 
 class ModelPolicy:
-    """A causal LM as a policy: greedy or sampled continuation of the context, up to ``max_new_tokens``."""
+    """A causal LM as a policy: greedy or sampled continuation of the context, up to ``max_new_tokens``.
+
+    ``seed`` fixes the sampling noise: the k-th call (k = 0, 1, …) samples under ``seed * 1_000_003 + k``
+    inside a forked RNG, so an episode is reproducible from the seed (build one policy per episode, e.g.
+    from the round's rollout seed), successive steps do not reuse one noise stream, and the caller's
+    global RNG state is left as it was.
+    """
 
     def __init__(self, model, tokenizer, max_new_tokens: int = 64, do_sample: bool = False, temperature: float = 1.0, seed: int = 0) -> None:
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be an integer >= 1; got {max_new_tokens!r}")
+        if not isinstance(do_sample, bool):
+            raise ValueError(f"do_sample must be True or False; got {do_sample!r}")
+        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not (0 < float(temperature) < math.inf):
+            raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
         self.model, self.tokenizer = model, tokenizer
-        self.decoding = {"max_new_tokens": max_new_tokens, "do_sample": do_sample, "temperature": temperature, "seed": seed}
+        self.decoding = {"max_new_tokens": int(max_new_tokens), "do_sample": do_sample, "temperature": float(temperature),
+                         "seed": _seed_int(seed, "seed")}
+        self.calls = 0
 
     def __call__(self, context: str) -> str:
         import torch
 
-        torch.manual_seed(self.decoding["seed"])
-        enc = self.tokenizer(context, return_tensors="pt")
-        out = self.model.generate(**enc, max_new_tokens=self.decoding["max_new_tokens"], do_sample=self.decoding["do_sample"],
-                                  temperature=self.decoding["temperature"], pad_token_id=self.tokenizer.pad_token_id)
+        if not isinstance(context, str):
+            raise ValueError(f"context must be a string; got {type(context).__name__}")
+        dev = next(self.model.parameters()).device
+        with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+            torch.manual_seed(self.decoding["seed"] * 1_000_003 + self.calls)
+            enc = self.tokenizer(context, return_tensors="pt").to(dev)
+            out = self.model.generate(**enc, max_new_tokens=self.decoding["max_new_tokens"], do_sample=self.decoding["do_sample"],
+                                      temperature=self.decoding["temperature"], pad_token_id=self.tokenizer.pad_token_id)
+        self.calls += 1
         return self.tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
 
 

@@ -332,3 +332,185 @@ def test_deterministic_maps_record_no_seed(tmp_path):
         agentic_round(state, _printing_spec(None, 10), {"task": 0})
     with pytest.raises(ValueError, match=r"seeds\['credit'\]"):
         agentic_round(state, _printing_spec(None, 10), {**round_seeds(0, 0), "credit": math.nan})
+
+
+def test_model_policy_seed_reproduces_and_changes_samples():
+    import torch
+
+    from lab.agentic import ModelPolicy
+    from lab.models import char_tokenizer, tiny_gpt2
+
+    tok = char_tokenizer()
+    m = tiny_gpt2(len(tok), n_layer=1, n_embd=16, n_head=2)
+
+    def sample(seed):
+        p = ModelPolicy(m, tok, max_new_tokens=12, do_sample=True, seed=seed)
+        return [p("Task: 6*7\n"), p("Task: 6*7\n")]
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    a, b, c = sample(1), sample(1), sample(2)
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's RNG is untouched
+    assert a == b and a != c
+    assert a[0] != a[1]  # the second step does not replay the first step's noise
+    with pytest.raises(ValueError, match="temperature"):
+        ModelPolicy(m, tok, temperature=math.nan)
+    with pytest.raises(ValueError, match="seed"):
+        ModelPolicy(m, tok, seed=1.5)
+
+
+# ----------------------------------------------------------------------------- replay: policy stamp (ftip-004Z)
+
+from lab.models import char_tokenizer, tiny_gpt2  # noqa: E402
+from lab.replay import (  # noqa: E402
+    CurrentPolicy,
+    DynamicGradientGate,
+    ReplayPool,
+    RolloutRecord,
+    annotate,
+    forecast_checkpoint,
+    gate_zscore,
+    gradient_energy,
+    rank_one_projectors,
+    tokenizer_hash,
+)
+
+
+def _lowercasing_char_tokenizer():
+    """Same vocabulary and special tokens as char_tokenizer(), but lowercases text before splitting."""
+    from tokenizers import normalizers
+
+    tok = char_tokenizer()
+    tok.backend_tokenizer.normalizer = normalizers.Lowercase()
+    return tok
+
+
+def test_tokenizer_hash_sees_behaviour_not_just_vocabulary():
+    a, b = char_tokenizer(), _lowercasing_char_tokenizer()
+    assert a.get_vocab() == b.get_vocab() and a.special_tokens_map == b.special_tokens_map
+    assert a("Ab")["input_ids"] != b("Ab")["input_ids"]  # they encode the same text differently
+    assert tokenizer_hash(a) != tokenizer_hash(b)  # was equal (vocabulary + special tokens only)
+    assert tokenizer_hash(char_tokenizer()) == tokenizer_hash(char_tokenizer())  # built twice: equal
+    h = tokenizer_hash(a)
+    a(["ab", "abcdef"], padding=True, truncation=True, max_length=4)  # per-call state written into the backend
+    assert tokenizer_hash(a) == h
+    c = char_tokenizer()
+    c.add_special_tokens({"additional_special_tokens": ["<tool>"]})
+    assert tokenizer_hash(c) != h
+    d = char_tokenizer()
+    d.padding_side = "left"  # batched generation pads differently
+    assert tokenizer_hash(d) != h
+    with pytest.raises(ValueError, match="tokenizer must be"):
+        tokenizer_hash("char")
+
+
+def test_tokenizer_hash_pre_tokenizer_matters():
+    from tokenizers import pre_tokenizers
+
+    a, b = char_tokenizer(), char_tokenizer()
+    b.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Split(pattern="", behavior="isolated")])
+    assert a("a b")["input_ids"] != b("a b")["input_ids"]  # Whitespace drops the space
+    assert tokenizer_hash(a) != tokenizer_hash(b)
+
+
+# ----------------------------------------------------------------------------- replay: annotation in log space (ftip-0057, 0059)
+
+
+def _rec(lp, at=0):
+    return RolloutRecord("r", "q", "stamp-b", ("y",), tuple(lp), ("e",), at)
+
+
+def test_annotate_log_space_no_overflow():
+    a = annotate(_rec([-1000.0]), CurrentPolicy("now", lambda r: [0.0]), update_index=0, prior_uses=0)  # was OverflowError
+    assert a.ratios == (math.inf,) and a.clipped == (True,) and a.log_ratios == (1000.0,)
+    b = annotate(_rec([-1000.0, -2.0]), CurrentPolicy("now", lambda r: [-1000.0 + math.log(2), -math.inf]), update_index=0, prior_uses=0)
+    assert b.ratios[0] == pytest.approx(2.0, rel=1e-12) and b.ratios[1] == 0.0 and b.clipped == (True, True)
+    # just inside and just outside float64's range
+    assert math.isfinite(annotate(_rec([-709.0]), CurrentPolicy("now", lambda r: [0.0]), 0, 0).ratios[0])
+    assert annotate(_rec([-710.0]), CurrentPolicy("now", lambda r: [0.0]), 0, 0).ratios[0] == math.inf
+    # hand-computed ftip-0059: 0.5 / 0.25 = 2, age 3, two prior uses
+    c = annotate(_rec([math.log(0.25)]), CurrentPolicy("now", lambda r: [math.log(0.5)]), update_index=3, prior_uses=2)
+    assert c.ratios == pytest.approx((2.0,)) and c.age == 3 and c.prior_uses == 2
+
+
+def test_annotate_and_record_bad_input():
+    with pytest.raises(ValueError, match="behavior_logps must be finite"):
+        _rec([-math.inf])  # a sampled action had probability > 0
+    with pytest.raises(ValueError, match="behavior_logps must be finite"):
+        _rec([math.nan])
+    with pytest.raises(ValueError, match="behavior_logps must be <= 0"):
+        _rec([0.5])
+    with pytest.raises(ValueError, match="collected_at"):
+        _rec([-1.0], at=-1)
+    r = _rec([-1.0])
+    with pytest.raises(ValueError, match="current_policy must give log-probabilities"):
+        annotate(r, CurrentPolicy("now", lambda x: [math.nan]), 0, 0)
+    with pytest.raises(ValueError, match="current_policy must give log-probabilities"):
+        annotate(r, CurrentPolicy("now", lambda x: [0.1]), 0, 0)
+    with pytest.raises(ValueError, match="update_index"):
+        annotate(r, CurrentPolicy("now", lambda x: [-1.0]), True, 0)
+    with pytest.raises(ValueError, match="prior_uses"):
+        annotate(r, CurrentPolicy("now", lambda x: [-1.0]), 0, -1)
+    with pytest.raises(ValueError, match="epsilon"):
+        annotate(r, CurrentPolicy("now", lambda x: [-1.0]), 0, 0, epsilon=math.nan)
+    assert _rec([-1, 0]).behavior_logps == (-1.0, 0.0)  # ints convert to the same numbers
+
+
+def test_replay_pool_and_gate_bad_input():
+    for bad in (math.nan, 2.5, True, 0):
+        with pytest.raises(ValueError, match="capacity"):
+            ReplayPool(bad)
+    pool = ReplayPool(3, insertion="nonzero_advantage")
+    with pytest.raises(ValueError, match="advantage_spread"):
+        pool.insert(_rec([-1.0]), advantage_spread=math.nan)  # was: NaN counted as a non-zero spread
+    with pytest.raises(ValueError, match="advantage_spread is required"):
+        pool.insert(_rec([-1.0]))
+    assert pool.insert(_rec([-1.0]), advantage_spread=1e-17) and not pool.insert(_rec([-1.0]), advantage_spread=0.0)
+    with pytest.raises(ValueError, match="k must be"):
+        pool.select(True)
+    with pytest.raises(ValueError, match="z_threshold"):
+        DynamicGradientGate(z_threshold=math.nan)  # was: every proposal silently rejected
+    with pytest.raises(ValueError, match="ddof"):
+        DynamicGradientGate(ddof=3, min_history=3)
+    gate = DynamicGradientGate()
+    with pytest.raises(ValueError, match="energy"):
+        gate.decide(math.inf)
+    assert gate.cost.proposals == 0  # a refused call leaves the gate as it was
+    with pytest.raises(ValueError, match="increment"):
+        gate_zscore(math.nan, 0.0, 1.0)  # was: NaN returned
+    with pytest.raises(ValueError, match="mu"):
+        gate_zscore(1.0, math.inf, 1.0)
+    import torch
+
+    p = torch.nn.Parameter(torch.ones(2))
+    p.grad = torch.tensor([1.0, math.nan])
+    with pytest.raises(ValueError, match="param.grad must be finite"):
+        gradient_energy(p)
+    p.grad = torch.tensor([3.0, 4.0])
+    assert gradient_energy(p) == 25.0
+
+
+def test_projectors_and_forecast_at_the_edges():
+    import torch
+
+    with pytest.raises(ValueError, match="u must be non-zero"):
+        rank_one_projectors([0.0, 0.0], [1.0])  # was: NaN projector
+    with pytest.raises(ValueError, match="v must be finite"):
+        rank_one_projectors([1.0], [math.inf, 1.0])
+    P, Q = rank_one_projectors([3e200, 4e200], [1])  # ‖u‖ overflows float64 unless scaled first
+    assert torch.allclose(P, torch.tensor([[0.36, 0.48], [0.48, 0.64]], dtype=torch.float64)) and Q.item() == 1.0
+    P2, _ = rank_one_projectors([3, 4], [1])  # ints
+    assert torch.allclose(P2, P)
+    big = [torch.tensor([[1e200, 0.0], [0.0, 1e199]], dtype=torch.float64) * k for k in (1.0, 2.0)]
+    f = forecast_checkpoint(big)
+    assert f.explained == pytest.approx([100 / 101] * 2, rel=1e-12)  # was NaN (S² overflowed)
+    assert float(f.predicted_delta[0, 0]) == pytest.approx(3e200, rel=1e-12)
+    with pytest.raises(ValueError, match="deltas must (be finite|not contain NaN)"):
+        forecast_checkpoint([torch.eye(2), torch.full((2, 2), math.nan)])
+    with pytest.raises(ValueError, match="deltas must be finite"):
+        forecast_checkpoint([torch.eye(2), torch.full((2, 2), math.inf)])
+    with pytest.raises(ValueError, match="deltas must be non-empty matrices"):
+        forecast_checkpoint([torch.zeros(0, 2), torch.zeros(0, 2)])
+    with pytest.raises(ValueError, match="rank"):
+        forecast_checkpoint([torch.eye(2), torch.eye(2)], rank=True)
+    assert forecast_checkpoint([[[1, 0], [0, 0]], [[2, 0], [0, 0]]]).predicted_delta[0, 0].item() == pytest.approx(3.0)
