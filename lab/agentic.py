@@ -419,6 +419,8 @@ class ScriptedPolicy:
     """Replays fixed generations in order: a transparent stand-in for a model in demos and tests."""
 
     def __init__(self, generations: Sequence[str]) -> None:
+        if isinstance(generations, str) or not isinstance(generations, Sequence) or not all(isinstance(g, str) for g in generations):
+            raise ValueError("generations must be a list of strings (one generated text per step)")
         self.generations = list(generations)
         self.calls = 0
 
@@ -444,7 +446,7 @@ class ModelPolicy:
             raise ValueError(f"max_new_tokens must be an integer >= 1; got {max_new_tokens!r}")
         if not isinstance(do_sample, bool):
             raise ValueError(f"do_sample must be True or False; got {do_sample!r}")
-        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not (0 < float(temperature) < math.inf):
+        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not (0 < temperature and (not isinstance(temperature, numbers.Integral) or temperature < 2**1000) and float(temperature) < math.inf):
             raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
         self.model, self.tokenizer = model, tokenizer
         self.decoding = {"max_new_tokens": int(max_new_tokens), "do_sample": do_sample, "temperature": float(temperature),
@@ -502,6 +504,8 @@ def _cap_output(result: SandboxResult, cap: int) -> SandboxResult:
 def tests_passed(result: SandboxResult) -> bool:
     """Success rule of the code-agent example [ftip-004V]: a test run that exited 0 and printed 'passed'
     with no failures. It reads the tool evidence, never the model's claim."""
+    if not isinstance(result, SandboxResult):
+        raise ValueError(f"result must be a SandboxResult; got {type(result).__name__}")
     return result.status == "ok" and result.evidence.get("exit_code") == 0 and re.search(r"\b\d+ passed\b", result.stdout) is not None and "failed" not in result.stdout
 
 
@@ -528,6 +532,16 @@ def react_episode(
         raise ValueError(f"max_steps must be an integer >= 1; got {max_steps!r}")
     if not isinstance(task, str):
         raise ValueError(f"task must be a string; got {type(task).__name__}")
+    if not all(hasattr(sandbox, a) for a in ("reset", "execute", "max_output_bytes")):
+        raise ValueError(f"sandbox must be a Sandbox (reset, execute, max_output_bytes); got {type(sandbox).__name__}")
+    if not callable(policy):
+        raise ValueError(f"policy must be callable (context -> generated text); got {type(policy).__name__}")
+    if not isinstance(ser, ActionSerializer):
+        raise ValueError(f"serializer must be an ActionSerializer; got {type(serializer).__name__}")
+    if files is not None and (not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+        raise ValueError("files must be a dict of file name -> text content")
+    if not callable(success):
+        raise ValueError(f"success must be callable (SandboxResult -> bool); got {type(success).__name__}")
     cap = int(sandbox.max_output_bytes)
     sandbox.reset(files)
     context = f"Task: {task}\n"
@@ -535,6 +549,8 @@ def react_episode(
     ok, reason = False, "max_steps"
     for _ in range(max_steps):
         gen = policy(context)
+        if not isinstance(gen, str):
+            raise ValueError(f"policy must return a string (the generated text); got {type(gen).__name__}")
         act = ser.decode(gen)
         res = _cap_output(sandbox.execute(act), cap)
         steps.append(Step(gen, act, res))
@@ -563,10 +579,24 @@ class Ledger:
     """
 
     def __init__(self, path: str | Path) -> None:
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise ValueError(f"path must be a file path (str or Path); got {path!r:.60}")
         self.path = Path(path)
+        try:
+            is_dir = self.path.is_dir()
+        except OSError as exc:  # e.g. a name longer than the file system allows
+            raise ValueError(f"path is not usable: {exc.strerror}") from None
+        if is_dir:
+            raise ValueError(f"path must be a file, not a directory: {self.path}")
 
     def append(self, record: dict) -> None:
-        line = json.dumps(record, sort_keys=True, default=_jsonable)
+        """Append one record (a dict with string keys; numbers finite: JSON has no NaN or inf)."""
+        if not isinstance(record, dict) or not all(isinstance(k, str) for k in record):
+            raise ValueError(f"record must be a dict with string keys; got {type(record).__name__}")
+        try:
+            line = json.dumps(record, sort_keys=True, default=_jsonable, allow_nan=False)
+        except ValueError:
+            raise ValueError("record must not contain NaN or inf (a ledger line must be valid JSON)") from None
         if "\n" in line:
             raise LedgerError("record must serialise to a single line")
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -640,6 +670,9 @@ class RoundRecord:
 
 
 def trajectory_summary(t: Trajectory) -> dict:
+    """The JSON-ready form of a trajectory that a round record stores."""
+    if not isinstance(t, Trajectory):
+        raise ValueError(f"t must be a Trajectory; got {type(t).__name__}")
     return {
         "task": t.task, "success": t.success, "stop_reason": t.stop_reason,
         "steps": [{"generated": s.generated,
@@ -872,6 +905,8 @@ def code_agent_script() -> list[str]:
 
 def code_agent_trace(sandbox: Sandbox | None = None) -> Trajectory:
     """Execute the code-agent example for real: the first test run returns 'expected 9, got 6', the second exits 0 with '1 passed'."""
+    if sandbox is not None and not isinstance(sandbox, Sandbox):
+        raise ValueError(f"sandbox must be a Sandbox or None; got {type(sandbox).__name__}")
     sb = sandbox or Sandbox()
     try:
         return react_episode(ScriptedPolicy(code_agent_script()), sb, "make add_squares pass its test",

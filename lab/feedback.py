@@ -70,6 +70,7 @@ class OutcomeLabel:
     computed_after: float = OUTCOME
 
     def __post_init__(self) -> None:
+        _text(self.response_id, "response_id"), _text(self.source, "source")
         object.__setattr__(self, "value", _finite_number(self.value, "value"))
         object.__setattr__(self, "computed_after", _time(self.computed_after, "computed_after"))
 
@@ -89,6 +90,7 @@ class ProcessLabel:
     computed_after: float
 
     def __post_init__(self) -> None:
+        _text(self.response_id, "response_id"), _text(self.source, "source")
         step = _integer(self.step, "step")
         if step < 1:
             raise ValueError(f"step must be >= 1 (steps are numbered from 1); got {self.step}")
@@ -113,14 +115,19 @@ def is_online_measurable(label: OutcomeLabel | ProcessLabel, step: int, availabl
     if step < 0 or step == math.inf:
         raise ValueError(f"step must be >= 0 and finite; got {step}")
     through = step if available_through is None else _time(available_through, "available_through")
+    if through < 0:
+        raise ValueError(f"available_through must be >= 0; got {through}")
     if through > step:
         raise ValueError(f"available_through ({through}) must be <= step ({step}): the history at a step holds no later information")
     return label.computed_after <= through
 
 
-# An equation: a chain "a op b op c …" of integers, "=", an integer. ASCII digits only; "x" and "×" mean times.
-_EQ = re.compile(r"(-?\d+(?:\s*[-+*/x×]\s*-?\d+)+)\s*=\s*(-?\d+)", re.ASCII)
-_NUMBER = re.compile(r"\s*(-?\d+)", re.ASCII)
+# An equation: a chain "a op b op c …" of numbers, "=", a number. Numbers are ASCII integers or decimals
+# ("-12", "0.5"); "x" and "×" mean times. A number never starts inside a word or another number ("v2",
+# "1,000", "1.5") and the right side is not cut off ("= 7.5" is 7.5, "= 1,001" is not read).
+_NUM = r"-?\d+(?:\.\d+)?"
+_EQ = re.compile(rf"(?<!\w)(?<!\d[.,])({_NUM}(?:\s*[-+*/x×]\s*{_NUM})+)\s*=\s*({_NUM})(?!\d|[.,]\d)", re.ASCII)
+_NUMBER = re.compile(rf"\s*({_NUM})", re.ASCII)
 _OP = re.compile(r"\s*([-+*/x×])", re.ASCII)
 
 MAX_STEP_CHARS = 2_000  # a reasoning step longer than this is refused, not parsed
@@ -134,7 +141,7 @@ def _evaluate(lhs: str) -> Fraction | None:
     nums, ops, pos = [], [], 0
     while True:
         m = _NUMBER.match(lhs, pos)
-        nums.append(Fraction(int(m.group(1))))
+        nums.append(Fraction(m.group(1)))  # exact: Fraction("0.1") is 1/10
         pos = m.end()
         m = _OP.match(lhs, pos)
         if m is None:
@@ -161,6 +168,9 @@ def _evaluate(lhs: str) -> Fraction | None:
 def arithmetic_step_verdict(text: str, max_chars: int = MAX_STEP_CHARS, max_digits: int = MAX_NUMBER_DIGITS) -> ArithmeticVerdict:
     """Check every equation ``a op b … = c`` in one reasoning step, exactly (rational arithmetic, no eval).
 
+    Numbers are integers or decimals (``0.1 + 0.2 = 0.3`` holds: the arithmetic is exact, not floating
+    point); ``*``, ``x``, ``×`` and ``/`` bind before ``+`` and ``-``, left to right.
+
     Returns ``"holds"`` (every equation is true), ``"wrong"`` (some equation is false), ``"undefined"``
     (some left side divides by zero, e.g. ``1/0 = 5``: the claimed value cannot be right), or
     ``"no_equation"``. The first equation that fails decides. Input size is bounded: ``text`` longer
@@ -184,7 +194,7 @@ def arithmetic_step_verdict(text: str, max_chars: int = MAX_STEP_CHARS, max_digi
         value = _evaluate(lhs)
         if value is None:
             return "undefined"
-        if value != int(rhs):
+        if value != Fraction(rhs):
             return "wrong"
     return "holds" if found else "no_equation"
 
@@ -214,12 +224,16 @@ def label_trace(response_id: str, steps: Sequence[str], final_answer: str, targe
     different availability.
     """
     response_id, final_answer, target = _text(response_id, "response_id"), _text(final_answer, "final_answer"), _text(target, "target")
-    if isinstance(steps, str) or not all(isinstance(s, str) for s in steps):
-        raise ValueError("steps must be a list of strings (one per reasoning step), not a single string")
+    if not isinstance(reviewer_hindsight, bool):
+        raise ValueError(f"reviewer_hindsight must be True or False; got {reviewer_hindsight!r:.40}")
+    if isinstance(steps, str) or not isinstance(steps, Sequence) or not all(isinstance(s, str) for s in steps):
+        raise ValueError("steps must be a list of strings (one per reasoning step)")
     out = OutcomeLabel(response_id, float(final_answer.strip() == target.strip()), "exact-answer")
-    proc = [
-        ProcessLabel(response_id, k, float(check_arithmetic_step(s)), "arithmetic-checker",
-                     OUTCOME if reviewer_hindsight else float(k))
-        for k, s in enumerate(steps, start=1)
-    ]
+    proc = []
+    for k, s in enumerate(steps, start=1):
+        try:
+            value = float(check_arithmetic_step(s))
+        except ValueError as exc:
+            raise ValueError(f"steps[{k - 1}]: {exc}") from None
+        proc.append(ProcessLabel(response_id, k, value, "arithmetic-checker", OUTCOME if reviewer_hindsight else float(k)))
     return out, proc

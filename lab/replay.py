@@ -41,7 +41,9 @@ def _int_arg(x: object, name: str, low: int | None = None) -> int:
 
 
 def _real_arg(x: object, name: str) -> float:
-    """A finite real number (int and float convert; bool, NaN, ±inf refused)."""
+    """A finite real number (int, float and one-element real tensors convert; bool, NaN, ±inf refused)."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.is_complex() and x.dtype != torch.bool:
+        x = x.item()
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise ValueError(f"{name} must be a real number; got {type(x).__name__} {x!r:.40}")
     try:
@@ -112,6 +114,13 @@ class PolicyStamp:
     decoding: tuple
     code_revision: str
 
+    def __post_init__(self) -> None:
+        for name in ("weights", "tokenizer", "serializer", "code_revision"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or not v:
+                raise ValueError(f"{name} must be a non-empty string (a content hash or id); got {v!r:.60}")
+        object.__setattr__(self, "decoding", _decoding_items(self.decoding))
+
     @property
     def digest(self) -> str:
         return _sha([self.weights, self.tokenizer, self.serializer, list(self.decoding), self.code_revision])
@@ -120,12 +129,38 @@ class PolicyStamp:
     def from_parts(cls, model: torch.nn.Module, tokenizer, serializer: dict | str, decoding: dict, code_revision: str) -> "PolicyStamp":
         if not isinstance(serializer, (dict, str)):
             raise ValueError(f"serializer must be a dict (e.g. ActionSerializer.describe()) or a string id; got {type(serializer).__name__}")
-        if not isinstance(decoding, dict) or not all(isinstance(k, str) for k in decoding):
-            raise ValueError(f"decoding must be a dict with string keys (e.g. {{'temperature': 1.0}}); got {decoding!r:.60}")
+        if not isinstance(decoding, dict):
+            raise ValueError(f"decoding must be a dict of settings (e.g. {{'temperature': 1.0}}); got {type(decoding).__name__}")
         if not isinstance(code_revision, str) or not code_revision:
             raise ValueError(f"code_revision must be a non-empty string; got {code_revision!r:.60}")
+        if isinstance(serializer, dict):
+            _check_jsonable(serializer, "serializer")
         ser = serializer if isinstance(serializer, str) else _sha(serializer)
-        return cls(weights_hash(model), tokenizer_hash(tokenizer), ser, tuple(sorted(decoding.items())), code_revision)
+        return cls(weights_hash(model), tokenizer_hash(tokenizer), ser, tuple(decoding.items()), code_revision)
+
+
+def _check_jsonable(obj: Any, name: str) -> None:
+    """Hashed settings must be plain JSON: strings, finite numbers, bools, None, lists and string-keyed dicts."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ValueError(f"{name} must not contain NaN or inf (a stamp component must be reproducible)")
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise ValueError(f"{name} must have string keys")
+        for v in obj.values():
+            _check_jsonable(v, name)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _check_jsonable(v, name)
+    elif not isinstance(obj, (str, int, float, bool, type(None))):
+        raise ValueError(f"{name} must hold only strings, numbers, bools, None, lists and dicts; got {type(obj).__name__}")
+
+
+def _decoding_items(decoding: Any) -> tuple:
+    """Decoding settings as sorted (name, value) pairs with JSON values."""
+    if not isinstance(decoding, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in decoding):
+        raise ValueError("decoding must be a tuple of (setting name, value) pairs")
+    _check_jsonable([v for _, v in decoding], "decoding")
+    return tuple(sorted(decoding))
 
 
 # ----------------------------------------------------------------------------- records and replay (ftip-0051, 0056, 0057)
@@ -197,7 +232,7 @@ def annotate(record: RolloutRecord, current_policy: CurrentPolicy, update_index:
         raise ValueError(f"record must be a RolloutRecord; got {type(record).__name__}")
     if not isinstance(current_policy, CurrentPolicy):
         raise ValueError(f"current_policy must be a CurrentPolicy; got {type(current_policy).__name__}")
-    epsilon = check_open_unit(epsilon, "epsilon")
+    epsilon = check_open_unit(_real_arg(epsilon, "epsilon"), "epsilon")
     update_index = _int_arg(update_index, "update_index", 0)
     prior_uses = _int_arg(prior_uses, "prior_uses", 0)
     raw = current_policy.logprobs(record)
@@ -205,7 +240,10 @@ def annotate(record: RolloutRecord, current_policy: CurrentPolicy, update_index:
         raise ValueError(f"current_policy must return a sequence of log-probabilities; got {type(raw).__name__}")
     cur = []
     for x in (raw.tolist() if hasattr(raw, "tolist") else raw):
-        if isinstance(x, bool) or not isinstance(x, numbers.Real) or math.isnan(float(x)) or float(x) > 0:
+        if isinstance(x, torch.Tensor) and x.numel() == 1 and x.is_floating_point():
+            x = x.item()
+        ok = not isinstance(x, bool) and isinstance(x, numbers.Real) and (not isinstance(x, numbers.Integral) or -2**1000 < x <= 0)
+        if not ok or math.isnan(float(x)) or float(x) > 0:
             raise ValueError(f"current_policy must give log-probabilities (real, <= 0, not NaN); got {x!r:.40}")
         cur.append(float(x))
     if len(cur) != len(record.behavior_logps):
@@ -307,7 +345,7 @@ def gradient_energy(param: torch.Tensor) -> float:
 def gate_zscore(increment: float, mu: float, s: float) -> float:
     """Z = (increment − μ)/s, the trailing-window score of one proposal [ftip-005B]."""
     increment, mu = _real_arg(increment, "increment"), _real_arg(mu, "mu")
-    s = check_positive(s, "s")
+    s = check_positive(_real_arg(s, "s"), "s")
     return (increment - mu) / s  # ±inf only when the exact score exceeds float64's range
 
 
@@ -344,6 +382,8 @@ class DynamicGradientGate:
     def __init__(self, z_threshold: float = 2.0, window: int = 8, min_history: int = 3, ddof: int = 1) -> None:
         self.z_threshold = _real_arg(z_threshold, "z_threshold")
         window = _int_arg(window, "window", 2)
+        if window > 1_000_000:
+            raise ValueError(f"window must be <= 1_000_000 increments; got {window}")
         min_history = _int_arg(min_history, "min_history", 2)
         if min_history > window:
             raise ValueError(f"min_history must be in [2, window]; got {min_history}")
@@ -409,7 +449,10 @@ def rank_one_projectors(u: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor,
 
 def _unit(x, name: str) -> torch.Tensor:
     """x/‖x‖ for a finite, non-zero vector; scaled by max|x| first so that ‖x‖ cannot overflow."""
-    t = as_tensor(x, name)
+    try:
+        t = as_tensor(x, name)
+    except (OverflowError, RuntimeError):
+        raise ValueError(f"{name} must be a vector of float64-representable numbers") from None
     if not t.is_floating_point():
         t = t.double()
     if t.dim() != 1 or t.numel() == 0:
