@@ -57,13 +57,25 @@ class ExactAnswerVerifier:
     """
 
     def __init__(self, parser: str = "strip", verifier_id: str = "exact-answer", version: str = "1") -> None:
-        if parser not in PARSERS:
+        if not isinstance(parser, str) or parser not in PARSERS:
             raise ValueError(f"parser must be one of {list(PARSERS)}; got {parser!r}")
+        for name, v in (("verifier_id", verifier_id), ("version", version)):
+            if not isinstance(v, str) or not v:
+                raise ValueError(f"{name} must be a non-empty string; got {v!r}")
         self.parser, self.verifier_id, self.version = parser, f"{verifier_id}[{parser}]", version
 
     def verify(self, prompt: str, response: str, answer: str) -> VerifierEvidence:
+        """``answer``: the reference answer, a string or an int (a float such as 1.0 is refused: its text
+        "1.0" would parse differently from 1). An answer the parser cannot read raises ``ValueError``."""
+        for name, v in (("prompt", prompt), ("response", response)):
+            if not isinstance(v, str):
+                raise ValueError(f"{name} must be a string; got {type(v).__name__}")
+        if isinstance(answer, bool) or not isinstance(answer, (str, int)):
+            raise ValueError(f"answer must be a string or an int; got {type(answer).__name__} {answer!r:.40}")
         parsed = PARSERS[self.parser](response)
         target = PARSERS[self.parser](str(answer))
+        if target is None:
+            raise ValueError(f"answer {str(answer)!r:.40} has nothing the {self.parser!r} parser can read; every response would score 0")
         decision = int(parsed is not None and parsed == target)
         return VerifierEvidence(self.verifier_id, self.version, prompt, response, {"parsed": parsed, "target": target}, decision)
 
@@ -100,8 +112,13 @@ def verifiable_reward(decision: TensorLike, alpha: float = 10.0) -> torch.Tensor
 
     ``decision``: 0/1 values (a scalar or (N,)); any other value raises ``ValueError``.
     """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or (isinstance(alpha, int) and abs(alpha) > 2**1000):
+        raise ValueError(f"alpha must be a real number > 0; got {alpha!r:.40}")
     alpha = check_positive(alpha, "alpha")
-    d = as_tensor(decision, "decision")
+    try:
+        d = as_tensor(decision, "decision")
+    except (OverflowError, RuntimeError):
+        raise ValueError("decision must be 0 or 1 values; got a number too large for a tensor") from None
     if not bool(((d == 0) | (d == 1)).all()):
         raise ValueError(f"decision must be 0 or 1; got {d.tolist()}")
     return d.to(torch.float64 if not d.is_floating_point() else d.dtype) * alpha
