@@ -691,3 +691,185 @@ def dpo_three_outcome_bandit() -> Bandit:
     feat = [[math.log(t / r)] for t, r in zip(target, ref)]
     return Bandit(rewards=[1.0, 0.0, 0.0], init_probs=ref, features=feat, chosen=0, rejected=1,
                   labels=["chosen y⁺", "rejected y⁻", "other"])
+
+
+def gae_sweep(
+    policy: SequencePolicy, lams: Sequence[float], seeds: Sequence[int] = range(6), n: int = 64, value_noise: float = 0.5, gamma: float = 1.0
+) -> dict[str, list[float]]:
+    """Bias² and variance of GAE advantages (:func:`advantage_bias_variance`) for each λ, over seeded samples
+    of the starting policy (lr 0: nothing trains, only the estimator is measured) [ftip-003E]."""
+    bias2, var = [], []
+    for lam in lams:
+        runs = [train(policy, "reinforce", 1, 0.0, seed=int(s), n=n, advantage="gae", lam=float(lam), gamma=gamma, value_noise=value_noise) for s in seeds]
+        b, v = advantage_bias_variance(runs)
+        bias2.append(b)
+        var.append(v)
+    return {"lam": [float(x) for x in lams], "bias2": bias2, "variance": var}
+
+
+# ---------------------------------------------------------------------------------------------- page catalogue
+
+#: Objective variants the Dynamics page offers: name → (objective, conventions it fixes).
+VARIANTS: dict[str, tuple[str, dict]] = {
+    "REINFORCE": ("reinforce", {"baseline": "none"}),
+    "REINFORCE + baseline": ("reinforce", {"baseline": "mean"}),
+    "PPO (clipped)": ("ppo", {"clip": True, "baseline": "mean"}),
+    "PPO (no clip)": ("ppo", {"clip": False, "baseline": "mean"}),
+    "PPO (clip-higher 0.28)": ("ppo", {"clip": True, "epsilon_high": 0.28, "baseline": "mean"}),
+    "GRPO": ("grpo", {}),
+    "GRPO (bnpo)": ("grpo", {"loss_type": "bnpo"}),
+    "GRPO (dr_grpo)": ("grpo", {"loss_type": "dr_grpo"}),
+    "GRPO (dapo)": ("grpo", {"loss_type": "dapo"}),
+    "RLOO": ("rloo", {}),
+    "DPO": ("dpo", {}),
+    "KL-regularized": ("kl_regularized", {}),
+}
+
+#: Sequence-policy tasks (rewards are lab content, not page code): name → (description, reward kwargs factory).
+SEQUENCE_TASKS: dict[str, str] = {
+    "count": "verifier: reward = number of 'a' tokens",
+    "all_a": "verifier: reward 1 only for the response made of 'a' only",
+    "short_or_long": "verifier with EOS: reward 1 for the 1-token answer '.' and for the full-length 'aaaa…'",
+    "constant": "every response earns 1 (no signal)",
+    "steps": "per-step rewards: +1 for 'a' at odd steps, −0.5 at even steps (for GAE)",
+}
+
+
+def sequence_task(name: str, vocab: int = 2, length: int = 3) -> SequencePolicy:
+    """A :class:`SequencePolicy` for one of :data:`SEQUENCE_TASKS` (token 1 is 'a')."""
+    check_choice(name, "task", tuple(SEQUENCE_TASKS))
+    a = 1
+    if name == "count":
+        return SequencePolicy(vocab, length, reward=lambda q: float(q.count(a)), chosen=(a,) * length, rejected=(0,) * length)
+    if name == "all_a":
+        return SequencePolicy(vocab, length, reward=lambda q: float(all(t == a for t in q)), chosen=(a,) * length, rejected=(0,) * length)
+    if name == "short_or_long":
+        return SequencePolicy(vocab, length, eos=True, reward=lambda q: 1.0 if q in ((0,), (a,) * length) else 0.0,
+                              chosen=(a,) * length, rejected=(0,))
+    if name == "constant":
+        return SequencePolicy(vocab, length, reward=lambda q: 1.0, chosen=(a,) * length, rejected=(0,) * length)
+    return SequencePolicy(vocab, length, step_reward=lambda q, t: float(q[t] == a) * (1.0 if t % 2 else -0.5),
+                          chosen=(a,) * length, rejected=(0,) * length)
+
+
+def nearest_choice(probs: torch.Tensor, candidates: dict[str, torch.Tensor]) -> str:
+    """The name of the candidate distribution closest to ``probs`` in total variation."""
+    return min(candidates, key=lambda k: total_variation(probs, candidates[k]))
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One phenomenon of the Dynamics page: a setup, a question asked before it plays, and how lab answers it."""
+
+    title: str
+    explanation: str  # two sentences
+    question: str
+    choices: tuple[str, ...] | None  # None: a numeric answer
+    setup: dict  # the page's widget values
+    answer: Callable[[dict], str | float]  # runs by variant name (and the setup) → the correct choice or number
+    tolerance: float = 0.0
+
+
+def _kl_answer(runs: dict) -> str:
+    run = runs["KL-regularized"]
+    beta = run.conventions.beta
+    best = torch.zeros_like(run.rewards)
+    best[int(run.rewards.argmax())] = 1.0
+    return nearest_choice(run.probs[-1], {
+        "all mass on the best response": best,
+        "the reference reweighted by exp(r/β), normalised": optimal_policy_of(run, beta),
+        "back where it started (the reference)": run.ref_probs,
+    })
+
+
+def optimal_policy_of(run: PlaygroundRun, beta: float) -> torch.Tensor:
+    """lab.dpo.optimal_policy for the run's reference and rewards."""
+    from lab.dpo import optimal_policy
+
+    return optimal_policy(run.ref_probs, run.rewards, beta)
+
+
+def _ppo_answer(runs: dict) -> str:
+    r = runs["PPO (clipped)"].ratios[0][:, 0]
+    return "it stops just past 1 + ε" if float(r[-1] - r[-2]) == 0.0 else "it keeps growing, like the unclipped one"
+
+
+def _dpo_answer(runs: dict) -> str:
+    p = runs["DPO"].probs[:, 0]
+    return "it falls" if float(p[-1]) < float(p[0]) else "it rises"
+
+
+def _nosignal_answer(runs: dict) -> str:
+    run = runs["GRPO"]
+    moved = total_variation(run.probs[-1], run.probs[0])
+    return "not at all" if moved == 0.0 else ("a little" if moved < 0.05 else "a lot")
+
+
+def _length_answer(runs: dict) -> float:
+    w = length_weights([1, 4], "bnpo")
+    return float(w[1] / w[0])
+
+
+def _gae_answer(runs: dict) -> str:
+    s = gae_sweep(sequence_task("steps", 2, 4), [1.0, 0.0])
+    return "it falls" if s["variance"][1] < s["variance"][0] else "it rises"
+
+
+PRESETS: dict[str, Preset] = {
+    "kl": Preset(
+        "KL-regularized convergence",
+        "Maximising E[r] − β·KL(π‖π_ref) by exact gradient ascent drives the policy to a fixed point. "
+        "That point is the closed-form optimum π_ref·exp(r/β)/Z [ftip-003O], not the greedy best response.",
+        "With β = 0.5, where does the policy end up after 200 exact steps?",
+        ("all mass on the best response", "the reference reweighted by exp(r/β), normalised", "back where it started (the reference)"),
+        dict(policy="bandit", rewards="1, 0.5, 0", init="0.2, 0.3, 0.5", variants=["KL-regularized"], exact=True, steps=200, lr=2.0, beta=0.5),
+        _kl_answer,
+    ),
+    "ppo": Preset(
+        "PPO trust region",
+        "PPO reuses one sampled batch for several epochs; the clipped surrogate gives zero gradient to a "
+        "positive-advantage action once its ratio passes 1 + ε [ftip-003F]. Without the clip the same batch keeps pushing the ratio up.",
+        "Twelve epochs on one batch with ε = 0.2: what happens to the rewarded action's ratio under clipping?",
+        ("it stops just past 1 + ε", "it keeps growing, like the unclipped one"),
+        dict(policy="bandit", rewards="1, 0", init="0.5, 0.5", variants=["PPO (clipped)", "PPO (no clip)"], exact=True, steps=1, lr=0.5, epochs=12),
+        _ppo_answer,
+    ),
+    "dpo": Preset(
+        "DPO's falling chosen probability",
+        "DPO only rewards the margin between chosen and rejected relative to the reference [ftip-003R]. "
+        "When the two share parameters, the rejected response can fall faster than the chosen one, and mass moves to a third outcome (the overview's three-outcome example: 0.40 → 0.30, loss 0.693 → 0.511).",
+        "The DPO loss falls every step. What happens to the chosen response's probability?",
+        ("it rises", "it falls"),
+        dict(policy="dpo3", variants=["DPO"], exact=True, steps=40, lr=0.5, beta=1.0),
+        _dpo_answer,
+    ),
+    "nosignal": Preset(
+        "No signal, no update",
+        "GRPO's advantage is a reward minus its group mean [ftip-004D]: when every member of a group earns the same, every advantage is zero. "
+        "Whatever the scaling, std divisor or loss type, the gradient is then exactly zero.",
+        "Every response earns reward 1. How far does GRPO move the policy in 20 steps?",
+        ("not at all", "a little", "a lot"),
+        dict(policy="sequence", task="constant", variants=["GRPO", "GRPO (bnpo)", "GRPO (dr_grpo)"], exact=False, steps=20, lr=1.0),
+        _nosignal_answer,
+    ),
+    "length": Preset(
+        "Length weighting",
+        "GRPO's loss types aggregate token losses differently [ftip-004J]: 'grpo' averages within each response, so every response counts the same; "
+        "'bnpo'/'dapo' average over all tokens, so a long response counts in proportion to its length, and 'dr_grpo' divides by a constant.",
+        "Under 'bnpo', how many times the weight of a 1-token response does a 4-token response get?",
+        None,
+        dict(policy="sequence", task="short_or_long", length=4, variants=["GRPO", "GRPO (bnpo)", "GRPO (dr_grpo)"], exact=False, steps=30, lr=1.0),
+        _length_answer,
+        0.01,
+    ),
+    "gae": Preset(
+        "GAE bias and variance",
+        "GAE mixes n-step estimates with weight λ [ftip-003E]: λ = 1 uses the sampled return (no bias from the value estimate, high variance), "
+        "λ = 0 the one-step TD residual (low variance, biased by the value error).",
+        "With a noisy value estimate, what happens to the variance of the advantage as λ goes from 1 to 0?",
+        ("it falls", "it rises", "it stays the same"),
+        dict(policy="sequence", task="steps", length=4, variants=["REINFORCE", "PPO (clipped)"], exact=False, steps=30, lr=0.5,
+             advantage="gae", lam=0.5, value_noise=0.5),
+        _gae_answer,
+    ),
+}
