@@ -84,7 +84,7 @@ for _k, _v in st.session_state["dyn_store"].items():
     st.session_state.setdefault(f"dyn_{_k}", _v)
 
 st.markdown("**Phenomena** (one click loads the setup; you predict before it plays)")
-pcols = st.columns(len(P.PRESETS))
+pcols = st.columns(3) + st.columns(3)
 for col, (pk, pr) in zip(pcols, P.PRESETS.items()):
     col.button(pr.title, key=f"dyn_preset_{pk}", on_click=_apply, args=({**pr.setup, "preset": pk},), width="stretch")
 
@@ -194,7 +194,7 @@ if show:
             stride = max(1, T // 40)
             idx = list(range(0, T + 1, stride)) + ([T] if T % stride else [])
             ymax = min(1.0, float(run.probs.max()) * 1.1 + 0.02)
-            fig = figure("policy over steps (press ▶)", "response", "probability", height=320)
+            fig = figure("policy over steps (press play)", "", "probability", height=400)
             fig.add_trace(go.Bar(x=run.labels, y=run.probs[0].tolist(), name="π", marker_color="steelblue"))
             fig.add_trace(go.Bar(x=run.labels, y=run.ref_probs.tolist(), name="π_ref", marker_color="lightgray"))
             if run.conventions.beta > 0 and name == "KL-regularized":
@@ -202,11 +202,11 @@ if show:
                                          name="closed-form optimum", marker=dict(symbol="line-ew-open", size=30, color="crimson")))
             fig.frames = [go.Frame(data=[go.Bar(x=run.labels, y=run.probs[i].tolist())], traces=[0], name=str(i)) for i in idx]
             fig.update_layout(
-                barmode="group", yaxis_range=[0, ymax],
-                updatemenus=[dict(type="buttons", showactive=False, x=0, y=-0.25, xanchor="left", buttons=[
-                    dict(label="▶ play", method="animate", args=[None, dict(frame=dict(duration=60, redraw=True), fromcurrent=True)]),
-                    dict(label="⏸", method="animate", args=[[None], dict(mode="immediate", frame=dict(duration=0))])])],
-                sliders=[dict(active=0, y=-0.1, currentvalue=dict(prefix="step "), steps=[
+                barmode="group", yaxis_range=[0, ymax], margin=dict(l=40, r=20, t=50, b=130),
+                updatemenus=[dict(type="buttons", direction="left", showactive=False, x=0, y=-0.42, xanchor="left", yanchor="top", buttons=[
+                    dict(label="play", method="animate", args=[None, dict(frame=dict(duration=60, redraw=True), fromcurrent=True)]),
+                    dict(label="pause", method="animate", args=[[None], dict(mode="immediate", frame=dict(duration=0))])])],
+                sliders=[dict(active=0, x=0.45, len=0.55, y=-0.12, yanchor="top", currentvalue=dict(prefix="step "), steps=[
                     dict(label=str(i), method="animate", args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True))]) for i in idx])],
             )
             st.plotly_chart(fig, width="stretch", key=f"dyn_bars_{name}")
@@ -219,7 +219,8 @@ if show:
                                    ternary=dict(aaxis_title=run.labels[0], baxis_title=run.labels[1], caxis_title=run.labels[2]))
                 st.plotly_chart(tern, width="stretch", key=f"dyn_simplex_{name}")
             m1, m2 = st.columns(2)
-            m1.metric("E[r] start → end", f"{float(run.expected_reward[0]):.3f} → {float(run.expected_reward[-1]):.3f}")
+            m1.metric("E[r] at end", f"{float(run.expected_reward[-1]):.3f}",
+                      delta=f"{float(run.expected_reward[-1] - run.expected_reward[0]):+.3f} from start", delta_color="off")
             m2.metric("KL(π‖π_ref) at end", f"{float(run.kl[-1]):.4f}")
             ppo_like = run.ratios[0] is not None and P.VARIANTS[name][0] == "ppo"
             if ppo_like:
