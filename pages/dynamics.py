@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab import playground as P
-from labui import figure, header, parse_floats, route_through_app, shows_errors
+from labui import header, parse_floats, route_through_app, shows_errors
 from labui.predict import predict_then_reveal
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
@@ -140,7 +140,9 @@ def _policy(s: dict):
     return P.dpo_three_outcome_bandit()
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+# cache_resource, not cache_data: a run holds hundreds of small tensors, and unpickling a copy on every rerun
+# costs more than the page's drawing. The page only reads the runs.
+@st.cache_resource(max_entries=64, show_spinner=False)
 def _runs(spec: str) -> dict:
     s = json.loads(spec)
     pol = _policy(s)
@@ -185,85 +187,99 @@ if preset is not None and runs is not None:
     if not show:
         st.info("Commit a prediction to play this phenomenon.")
 
+
+def _fig(title: str, x_title: str, y_title: str, data: list, height: int = 300, **layout) -> go.Figure:
+    """A plotly figure built in one call from plain dicts: plotly validates add_trace/update_layout calls one by
+    one, which costs several times more than one constructor call, and reruns must stay fast."""
+    base = dict(title=title, xaxis_title=x_title, yaxis_title=y_title, height=height, margin=dict(l=40, r=20, t=50, b=40),
+                legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1))
+    return go.Figure(data=data, layout={**base, **layout})
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _bars_figure(spec: str, name: str) -> go.Figure:
+    """The animated bars of one run, built once per setup (plotly validates frames and slider steps slowly)."""
+    run = _runs(spec)[name]
+    T = run.steps
+    stride = max(1, T // 30)
+    idx = list(range(0, T + 1, stride)) + ([T] if T % stride else [])
+    ymax = min(1.0, float(run.probs.max()) * 1.1 + 0.02)
+    data = [dict(type="bar", x=run.labels, y=run.probs[0].tolist(), name="π", marker_color="steelblue"),
+            dict(type="bar", x=run.labels, y=run.ref_probs.tolist(), name="π_ref", marker_color="lightgray")]
+    if run.conventions.beta > 0 and name == "KL-regularized":
+        data.append(dict(type="scatter", x=run.labels, y=P.optimal_policy_of(run, run.conventions.beta).tolist(), mode="markers",
+                         name="closed-form optimum", marker=dict(symbol="line-ew-open", size=30, color="crimson")))
+    fig = _fig(
+        "policy over steps (press play)", "", "probability", data, height=400,
+        barmode="group", yaxis_range=[0, ymax], margin=dict(l=40, r=20, t=50, b=130),
+        updatemenus=[dict(type="buttons", direction="left", showactive=False, x=0, y=-0.42, xanchor="left", yanchor="top", buttons=[
+            dict(label="play", method="animate", args=[None, dict(frame=dict(duration=60, redraw=True), fromcurrent=True)]),
+            dict(label="pause", method="animate", args=[[None], dict(mode="immediate", frame=dict(duration=0))])])],
+        sliders=[dict(active=0, x=0.45, len=0.55, y=-0.12, yanchor="top", currentvalue=dict(prefix="step "), steps=[
+            dict(label=str(i), method="animate", args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True))]) for i in idx])],
+    )
+    fig.frames = [dict(data=[dict(type="bar", y=run.probs[i].tolist())], traces=[0], name=str(i)) for i in idx]
+    return fig
+
+
 if show:
+    spec = json.dumps(setup, sort_keys=True)
     cols = st.columns(len(runs))
     for col, (name, run) in zip(cols, runs.items()):
         with col:
             st.markdown(f"**{name}**")
             T = run.steps
-            stride = max(1, T // 40)
-            idx = list(range(0, T + 1, stride)) + ([T] if T % stride else [])
-            ymax = min(1.0, float(run.probs.max()) * 1.1 + 0.02)
-            fig = figure("policy over steps (press play)", "", "probability", height=400)
-            fig.add_trace(go.Bar(x=run.labels, y=run.probs[0].tolist(), name="π", marker_color="steelblue"))
-            fig.add_trace(go.Bar(x=run.labels, y=run.ref_probs.tolist(), name="π_ref", marker_color="lightgray"))
-            if run.conventions.beta > 0 and name == "KL-regularized":
-                fig.add_trace(go.Scatter(x=run.labels, y=P.optimal_policy_of(run, run.conventions.beta).tolist(), mode="markers",
-                                         name="closed-form optimum", marker=dict(symbol="line-ew-open", size=30, color="crimson")))
-            fig.frames = [go.Frame(data=[go.Bar(x=run.labels, y=run.probs[i].tolist())], traces=[0], name=str(i)) for i in idx]
-            fig.update_layout(
-                barmode="group", yaxis_range=[0, ymax], margin=dict(l=40, r=20, t=50, b=130),
-                updatemenus=[dict(type="buttons", direction="left", showactive=False, x=0, y=-0.42, xanchor="left", yanchor="top", buttons=[
-                    dict(label="play", method="animate", args=[None, dict(frame=dict(duration=60, redraw=True), fromcurrent=True)]),
-                    dict(label="pause", method="animate", args=[[None], dict(mode="immediate", frame=dict(duration=0))])])],
-                sliders=[dict(active=0, x=0.45, len=0.55, y=-0.12, yanchor="top", currentvalue=dict(prefix="step "), steps=[
-                    dict(label=str(i), method="animate", args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True))]) for i in idx])],
-            )
+            fig = _bars_figure(spec, name)
             st.plotly_chart(fig, width="stretch", key=f"dyn_bars_{name}")
             if len(run.labels) == 3:
-                tern = go.Figure(go.Scatterternary(a=run.probs[:, 0].tolist(), b=run.probs[:, 1].tolist(), c=run.probs[:, 2].tolist(),
-                                                   mode="lines+markers", marker=dict(size=3), name="trajectory"))
-                tern.add_trace(go.Scatterternary(a=[float(run.probs[0, 0])], b=[float(run.probs[0, 1])], c=[float(run.probs[0, 2])],
-                                                 mode="markers", marker=dict(size=10, color="gray"), name="start"))
-                tern.update_layout(title="simplex trajectory", height=300, margin=dict(l=30, r=30, t=50, b=30),
-                                   ternary=dict(aaxis_title=run.labels[0], baxis_title=run.labels[1], caxis_title=run.labels[2]))
+                pr = run.probs
+                tern = go.Figure(
+                    data=[dict(type="scatterternary", a=pr[:, 0].tolist(), b=pr[:, 1].tolist(), c=pr[:, 2].tolist(),
+                               mode="lines+markers", marker=dict(size=3), name="trajectory"),
+                          dict(type="scatterternary", a=[float(pr[0, 0])], b=[float(pr[0, 1])], c=[float(pr[0, 2])],
+                               mode="markers", marker=dict(size=10, color="gray"), name="start")],
+                    layout=dict(title="simplex trajectory", height=300, margin=dict(l=30, r=30, t=50, b=30),
+                                ternary=dict(aaxis_title=run.labels[0], baxis_title=run.labels[1], caxis_title=run.labels[2])))
                 st.plotly_chart(tern, width="stretch", key=f"dyn_simplex_{name}")
             m1, m2 = st.columns(2)
             m1.metric("E[r] at end", f"{float(run.expected_reward[-1]):.3f}",
                       delta=f"{float(run.expected_reward[-1] - run.expected_reward[0]):+.3f} from start", delta_color="off")
             m2.metric("KL(π‖π_ref) at end", f"{float(run.kl[-1]):.4f}")
-            ppo_like = run.ratios[0] is not None and P.VARIANTS[name][0] == "ppo"
-            if ppo_like:
+            if run.ratios[0] is not None and P.VARIANTS[name][0] == "ppo":
                 step = st.slider("PPO batch (step)", 0, T - 1, 0, key=f"dyn_ppo_step_{name}") if T > 1 else 0
                 r = run.ratios[step]  # (μ, B)
                 lo, hi = 1 - run.conventions.epsilon, 1 + (run.conventions.epsilon_high or run.conventions.epsilon)
-                rf = figure(f"ratios within the epochs of batch {step}", "epoch", "π_θ / π_old", height=300)
-                rf.add_hrect(y0=lo, y1=hi, fillcolor="seagreen", opacity=0.15, line_width=0, annotation_text="clip band [1−ε, 1+ε]")
                 labels = [run.labels[int(i)] for i in (run.samples[step] if run.samples[step] is not None else range(r.shape[1]))]
-                seen = set()
+                lines, seen = [], set()
                 for j in range(r.shape[1]):
-                    if labels[j] in seen:
-                        continue  # one line per distinct response
-                    seen.add(labels[j])
-                    rf.add_trace(go.Scatter(x=list(range(r.shape[0])), y=r[:, j].tolist(), mode="lines+markers", name=labels[j]))
+                    if labels[j] not in seen:  # one line per distinct response
+                        seen.add(labels[j])
+                        lines.append(dict(type="scatter", x=list(range(r.shape[0])), y=r[:, j].tolist(), mode="lines+markers", name=labels[j]))
+                rf = _fig(f"ratios within the epochs of batch {step}", "epoch", "π_θ / π_old", lines,
+                          shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=lo, y1=hi, fillcolor="seagreen", opacity=0.15, line_width=0)],
+                          annotations=[dict(xref="paper", x=0.01, y=hi, text="clip band [1−ε, 1+ε]", showarrow=False, yanchor="bottom")])
                 st.plotly_chart(rf, width="stretch", key=f"dyn_ratio_{name}")
 
-    lf = figure("loss per step", "step", "loss", height=300)
-    kf = figure("KL(π ‖ π_ref) per step", "step", "nats", height=300)
-    gf = figure("gradient norm per step", "step", "‖∇θ‖", height=300)
-    for name, run in runs.items():
-        lf.add_trace(go.Scatter(y=run.loss.tolist(), name=name))
-        kf.add_trace(go.Scatter(y=run.kl.tolist(), name=name))
-        gf.add_trace(go.Scatter(y=run.grad_norm.tolist(), name=name))
     a, b, c = st.columns(3)
-    a.plotly_chart(lf, width="stretch", key="dyn_loss")
-    b.plotly_chart(kf, width="stretch", key="dyn_kl")
-    c.plotly_chart(gf, width="stretch", key="dyn_grad")
+    a.plotly_chart(_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in runs.items()]),
+                   width="stretch", key="dyn_loss")
+    b.plotly_chart(_fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in runs.items()]),
+                   width="stretch", key="dyn_kl")
+    c.plotly_chart(_fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in runs.items()]),
+                   width="stretch", key="dyn_grad")
 
     if any(P.VARIANTS[n][0] in ("grpo", "rloo") for n in runs) and setup["policy"] == "sequence":
-        L = int(setup["length"])
-        lengths = list(range(1, L + 1))
-        wf = figure(f"weight of one response in a batch of responses of lengths {lengths} (per loss type)", "response length", "weight", height=300)
+        lengths = list(range(1, int(setup["length"]) + 1))
         with shows_errors():
-            for lt in ("grpo", "bnpo", "dr_grpo", "dapo"):
-                wf.add_trace(go.Bar(x=[str(x) for x in lengths], y=P.length_weights(lengths, lt).tolist(), name=lt))
-            wf.update_layout(barmode="group")
-            st.plotly_chart(wf, width="stretch", key="dyn_lengthw")
+            bars = [dict(type="bar", x=[str(x) for x in lengths], y=P.length_weights(lengths, lt).tolist(), name=lt)
+                    for lt in ("grpo", "bnpo", "dr_grpo", "dapo")]
+            st.plotly_chart(_fig(f"weight of one response in a batch of responses of lengths {lengths} (per loss type)", "response length",
+                                 "weight", bars, barmode="group"), width="stretch", key="dyn_lengthw")
 
     if setup["preset"] == "gae" or setup["advantage"] == "gae":
         with shows_errors():
             sweep = _gae_sweep(json.dumps(setup, sort_keys=True))
-            bf = figure("GAE advantage error over 6 seeds × 64 samples (value noise σ ≥ 0.5)", "λ", "squared error", height=320)
-            bf.add_trace(go.Scatter(x=sweep["lam"], y=sweep["variance"], mode="lines+markers", name="variance"))
-            bf.add_trace(go.Scatter(x=sweep["lam"], y=sweep["bias2"], mode="lines+markers", name="bias²"))
-            st.plotly_chart(bf, width="stretch", key="dyn_gae")
+            lines = [dict(type="scatter", x=sweep["lam"], y=sweep["variance"], mode="lines+markers", name="variance"),
+                     dict(type="scatter", x=sweep["lam"], y=sweep["bias2"], mode="lines+markers", name="bias²")]
+            st.plotly_chart(_fig("GAE advantage error over 6 seeds × 64 samples (value noise σ ≥ 0.5)", "λ", "squared error", lines, height=320),
+                            width="stretch", key="dyn_gae")
