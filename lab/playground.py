@@ -399,10 +399,10 @@ def _enumerate_groups(N: int, g: int) -> torch.Tensor:
     return torch.cartesian_prod(*[torch.arange(N)] * g).reshape(-1, g) if g > 1 else torch.arange(N).unsqueeze(-1)
 
 
-def _response_weights(mask: torch.Tensor, loss_type: str, T: int, num_items: float | None) -> torch.Tensor:
+def _response_weights(mask: torch.Tensor, loss_type: str, T: int) -> torch.Tensor:
     """Weight of each response's tokens in the aggregated loss: ∂loss/∂(per-token loss), summed per response."""
     x = torch.ones_like(mask, requires_grad=True)
-    aggregate_token_loss(x, mask, loss_type, T, num_items).backward()
+    aggregate_token_loss(x, mask, loss_type, T).backward()
     return (x.grad * mask).sum(-1)
 
 
@@ -550,7 +550,6 @@ def train(
                 adv_used = rloo_advantages(r, c.group_size)
             m = sp.mask[members]
             B = members.numel()
-            num_items = None
             if exact:
                 # weight each enumerated group by its probability, scaled so that the aggregate over all
                 # groups equals Σ_G P(G)·loss(G): per-token weight P(G)·(normaliser of the batch)/(normaliser of G)
@@ -564,7 +563,7 @@ def train(
                 a_eff = adv_used.unsqueeze(-1) * w_tok
             else:
                 a_eff = adv_used.unsqueeze(-1).expand(B, T)
-            weights_resp = _response_weights(m, c.loss_type, T, num_items)
+            weights_resp = m  # (B, T) mask; turned into response weights after the loop, in one backward pass
             ratio_rows = []
             ref_b = ref_tok[members]
 
@@ -600,6 +599,11 @@ def train(
         rweights.append(weights_resp)
         metrics.append(info)
 
+    if objective in ("grpo", "rloo") and steps > 0:
+        # each step's aggregation is linear in its per-token losses: ∂(Σ_s loss_s)/∂x_s gives every step's weights at once
+        xs = [torch.ones_like(mk, requires_grad=True) for mk in rweights]
+        sum(aggregate_token_loss(x, mk, c.loss_type, T) for x, mk in zip(xs, rweights)).backward()
+        rweights = [(x.grad * mk).sum(-1) for x, mk in zip(xs, rweights)]
     probs = torch.stack(probs_hist)  # (steps + 1, N)
     probs = probs / probs.sum(-1, keepdim=True)  # rounding: a softmax product sums to 1 within ~1e-16
     return PlaygroundRun(
@@ -674,7 +678,7 @@ def length_weights(lengths: Sequence[int], loss_type: str, max_completion_length
     if T < int(L.max()):
         raise ValueError(f"max_completion_length ({T}) must be >= the longest response ({int(L.max())})")
     mask = (torch.arange(T).unsqueeze(0) < L.unsqueeze(-1)).to(torch.float64)  # (B, T)
-    return _response_weights(mask, loss_type, T, None)
+    return _response_weights(mask, loss_type, T)
 
 
 # ---------------------------------------------------------------------------------------------- presets
