@@ -10,7 +10,8 @@ Two policies small enough to enumerate every response:
 
 :func:`train` runs ``steps`` updates of plain gradient descent on the parameters. The objectives are
 the lab's own functions, never re-implemented here: REINFORCE (``lab.rl.policy_gradient_surrogate``,
-``discounted_returns``, ``gae``), PPO (``lab.ppo.ppo_objective``), GRPO (``lab.grpo.group_advantages``,
+``discounted_returns``, ``gae``), PPO (``lab.rl.likelihood_ratio``, ``lab.ppo.clipped_surrogate``,
+``clip_fractions``), GRPO (``lab.grpo.group_advantages``,
 ``grpo_loss``), RLOO (``lab.grpo.rloo_advantages``), DPO (``lab.dpo.dpo_loss``) and the KL-regularized
 objective E_π[r] − β KL(π‖π_ref) (``lab.kl.kl_divergence`` in exact mode, ``lab.ppo.kl_shaped_reward`` in
 sampled mode) [ftip-0036, ftip-003E, ftip-003F, ftip-004D, ftip-004J, ftip-003O, ftip-003R, ftip-006Y].

@@ -26,6 +26,8 @@ POLICIES = ["bandit", "sequence", "dpo3"]
 POLICY_NAMES = {"bandit": "K-armed softmax bandit", "sequence": "tabular sequence policy", "dpo3": "three-outcome DPO policy (overview)"}
 TYPES = dict(chosen=int, rejected=int, vocab=int, length=int, steps=int, seed=int, epochs=int, n=int, group_size=int,
              lr=float, beta=float, epsilon=float, lam=float, value_noise=float)
+RANGES = dict(chosen=(0, 9), rejected=(0, 9), vocab=(2, 4), length=(2, 4), steps=(1, 1000), seed=(0, 10**6), epochs=(1, 50), n=(1, 512),
+              group_size=(2, 16), lr=(0.0, 50.0), beta=(0.0, 20.0), epsilon=(0.01, 0.99), lam=(0.0, 1.0), value_noise=(0.0, 5.0))
 
 
 def _apply(values: dict) -> None:
@@ -56,6 +58,12 @@ def _from_query(qp) -> dict:
                 out[k] = TYPES[k](v)
             except ValueError:
                 raise ValueError(f"{k} must be a number; got {v!r}") from None
+            lo, hi = RANGES[k]
+            if not lo <= out[k] <= hi:  # the widget's own range
+                raise ValueError(f"{k} must lie in [{lo}, {hi}]; got {v!r}")
+        elif k in ("rewards", "init"):
+            out[k] = v
+            parse_floats(v, k)
         elif k == "policy" and v not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}; got {v!r}")
         elif k == "task" and v not in P.SEQUENCE_TASKS:

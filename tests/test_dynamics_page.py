@@ -136,7 +136,8 @@ def test_shared_url_restores_the_setup():
 @pytest.mark.parametrize(
     "query,name",
     [(dict(policy="tree"), "policy"), (dict(steps="many"), "steps"), (dict(variants="SFT"), "variants"),
-     (dict(colour="red"), "colour"), (dict(preset="nope"), "preset"), (dict(exact="yes"), "exact")],
+     (dict(colour="red"), "colour"), (dict(preset="nope"), "preset"), (dict(exact="yes"), "exact"),
+     (dict(steps="0"), "steps"), (dict(vocab="9"), "vocab"), (dict(lam="2"), "lam"), (dict(rewards="1,x"), "rewards")],
 )
 def test_bad_url_shows_a_message_and_falls_back(query, name):
     at = start(query)
