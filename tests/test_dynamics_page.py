@@ -181,3 +181,34 @@ def test_sequence_policy_and_ppo_ratio_band():
     at.radio(key="dyn_policy").set_value("bandit").run()
     assert at.text_input(key="dyn_rewards").value == "1, 0.5, 0"
     assert torch.get_num_threads() >= 1
+
+
+def _predict_script():
+    import streamlit as st
+
+    from labui.predict import predict_then_reveal, score
+
+    def answer():
+        st.session_state["calls"] = st.session_state.get("calls", 0) + 1
+        return 4.0
+
+    if predict_then_reveal("q", "How many?", None, answer=answer, tolerance=0.01, explanation="Because."):
+        st.write("revealed")
+    st.write(f"score {score()}")
+
+
+def test_predict_widget_numeric_tolerance_and_lazy_answer():
+    at = AppTest.from_function(_predict_script, default_timeout=30).run()
+    clean(at)
+    assert "calls" not in at.session_state  # the answer is not computed before the learner commits
+    assert not any(m.value == "revealed" for m in at.markdown)
+    at.number_input(key="predict_q_guess").set_value(3.98).run()
+    at.button(key="predict_q_commit").click().run()
+    assert at.session_state["lab_scores"]["q"] == {"question": "How many?", "guess": 3.98, "answer": 4.0, "correct": False}
+    assert at.session_state["calls"] == 1 and any(m.value == "revealed" for m in at.markdown)
+    assert any("score (0, 1)" in m.value for m in at.markdown)
+    at.button(key="predict_q_reset").click().run()
+    at.number_input(key="predict_q_guess").set_value(3.995).run()
+    at.button(key="predict_q_commit").click().run()
+    assert at.session_state["lab_scores"]["q"]["correct"] is True
+    assert any("score (1, 1)" in m.value for m in at.markdown)
