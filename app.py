@@ -24,6 +24,7 @@ PAGES = {
         st.Page("pages/returns.py", title="Returns and advantages", icon="📈"),
         st.Page("pages/kl_optimal.py", title="KL and the optimal policy", icon="🎯"),
         st.Page("pages/ppo.py", title="PPO clipping", icon="✂️"),
+        st.Page("pages/dynamics.py", title="Dynamics", icon="🎢"),
     ],
     "Preference optimization": [st.Page("pages/dpo.py", title="DPO", icon="🔁")],
     "Verifiable rewards": [

@@ -649,3 +649,22 @@ def uneven_group_advantages(
             adv = _centred(x) / (batch_std + eps)
         out[sel] = adv.to(out.dtype)
     return out
+
+
+def rloo_advantages(rewards: TensorLike, group_size: int) -> torch.Tensor:
+    """REINFORCE leave-one-out advantages A_i = r_i − b_i, b_i = (Σ_j r_j − r_i)/(k − 1)
+    [Ahmadian et al. 2024, "Back to Basics: Revisiting REINFORCE Style Optimization for Learning from
+    Human Feedback in LLMs", §3.2 (RLOO); the group layout of ftip-004B].
+
+    ``rewards`` (N,) with N = groups × ``group_size`` (k >= 2), group members contiguous → advantages (N,).
+    Each sample's baseline is the mean reward of the *other* k − 1 members, so it never depends on the
+    sample itself (the estimator stays unbiased) and the advantages of a group sum to 0. No std scaling
+    (TRL's ``RLOOTrainer`` with ``normalize_advantages=False``, its default, gives the same values).
+
+    Computed as A_i = Σ_{j≠i} (r_i − r_j)/(k − 1), algebraically the same: every difference of equal
+    rewards is exactly 0, so a group of equal rewards gets advantages exactly 0 (the written form
+    r_i − (Σ_j r_j − r_i)/(k − 1) leaves rounding residue ~1e-17 for rewards such as 0.1).
+    """
+    r = _grouped(rewards, group_size)  # (G, k)
+    diffs = r.unsqueeze(-1) - r.unsqueeze(-2)  # (G, k, k): r_i − r_j, zero on the diagonal
+    return (diffs.sum(-1) / (group_size - 1)).flatten()

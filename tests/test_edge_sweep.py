@@ -1071,8 +1071,21 @@ def ref_uneven(rewards, group_ids, scale="group", ddof=1, eps=1e-4, zero_std="ze
     return out
 
 
+def ref_rloo(rewards, group_size):
+    out = []
+    for i in range(0, len(rewards), group_size):
+        g = [Fraction(x) for x in rewards[i:i + group_size]]
+        out += [float(sum(x - y for y in g) / (group_size - 1)) for x in g]
+    return out
+
+
 def spec_grpo_conventions():
     out = []
+    out += numeric("lab.grpo.rloo_advantages", {"rewards": [1.0, 0.0, 0.5, 0.2, 0.2, 0.9], "group_size": 3}, ref_rloo, ("rewards",),
+                   ints={"rewards": [1, 0, 1, 0, 0, 1]})
+    out += near_constant_groups("lab.grpo.rloo_advantages", lambda x: {"rewards": x, "group_size": 3}, ref_rloo)
+    out += [Case("lab.grpo.rloo_advantages", "group_size 1", {"rewards": [1.0, 2.0], "group_size": 1}, Raises(("group_size",))),
+            Case("lab.grpo.rloo_advantages", "group_size 4 of 6", {"rewards": [1.0] * 6, "group_size": 4}, Raises(("group_size",)))]
     for scale in ("group", "batch", "none"):
         for ddof in (0, 1):
             kw = {"rewards": [1.0, 0.0, 5.0, 2.0, 2.0, 0.3, 0.3], "group_ids": ["a", "b", "a", "c", "b", "d", "d"], "scale": scale, "ddof": ddof}

@@ -16,7 +16,7 @@ TINY = {  # the small-run notebook's parameters cell, shrunk for the test suite
 
 
 def test_there_is_a_notebook_per_chapter():
-    assert len(NOTEBOOKS) == 10
+    assert len(NOTEBOOKS) >= 11  # 01–10 and 12; the course test checks each chapter's notebook exists
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
