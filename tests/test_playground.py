@@ -375,8 +375,6 @@ def test_phenomenon_equal_rewards_move_nothing(conv):
         P.train(s, "grpo", 1, 1.0, zero_std="raise", scale="group")
 
 
-@pytest.mark.xfail(strict=True, reason="lab.grpo.group_advantages tests std == 0 exactly; equal rewards like 0.1 "
-                   "leave std ~1e-17 and with eps=0 get advantages ±0.8 (reported to the lead)")
 def test_equal_but_inexact_rewards_with_eps_zero_move_nothing():
     b = P.Bandit(rewards=[0.1, 0.1, 0.1])
     run = P.train(b, "grpo", 1, 1.0, group_size=3, n=3, eps=0.0)
