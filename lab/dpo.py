@@ -124,3 +124,17 @@ def dpo_metrics(chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor) ->
         "rewards/margins": float((chosen_rewards - rejected_rewards).mean()),
         "rewards/accuracies": float((chosen_rewards > rejected_rewards).float().mean()),
     }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions the pages and notebooks call instead of computing formulas inline.
+
+
+def log_ratio(logps: TensorLike, ref_logps: TensorLike) -> torch.Tensor:
+    """ℓ(y) = log π_θ(y|x) − log π_ref(y|x), the per-response log-ratio DPO compares [ftip-003R; Rafailov et al. 2023, §4, eq. 7].
+
+    ``logps`` and ``ref_logps`` are sequence log-probabilities (finite, <= 0) and broadcast. The
+    implicit reward TRL logs as ``rewards/chosen`` is β·ℓ(y⁺).
+    """
+    lp, rlp = broadcast_pair(as_logprobs(logps, "logps"), as_logprobs(ref_logps, "ref_logps"), "logps", "ref_logps")
+    return lp - rlp
