@@ -31,15 +31,52 @@ def shows_errors(where=None) -> Iterator[None]:
         (where or st).error(f"⚠️ {exc}")
 
 
-def parse_floats(text: str, name: str) -> list[float]:
-    """'1, 0.5, 2' → [1.0, 0.5, 2.0]; a clear ValueError naming the field otherwise."""
-    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+# Input bounds: every rerun of a page stays well under a second and small in memory (tests/test_page_fuzz.py).
+MAX_NUMBERS = 64  # numbers in one text field
+MAX_CHARS = 4000  # characters in one text field
+
+
+def parse_floats(text: str, name: str, max_count: int = MAX_NUMBERS, allow_nonfinite: bool = False) -> list[float]:
+    """'1, 0.5, 2' → [1.0, 0.5, 2.0]; a clear ValueError naming the field otherwise.
+
+    At most ``max_count`` numbers (a bound, so that no rerun is slow); NaN and ±inf are refused unless
+    ``allow_nonfinite`` (a 5000-digit number overflows to inf and is refused the same way).
+    """
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"{name}: at most {MAX_CHARS} characters; got {len(text)}")
+    parts = [p for p in text.replace(";", ",").replace(" ", ",").replace("\n", ",").split(",") if p.strip()]
     if not parts:
         raise ValueError(f"{name} must list at least one number")
+    if len(parts) > max_count:
+        raise ValueError(f"{name}: at most {max_count} numbers on this page; got {len(parts)}")
     try:
-        return [float(p) for p in parts]
+        vals = [float(p) for p in parts]
     except ValueError:
-        raise ValueError(f"{name} must be numbers separated by commas; got {text!r}") from None
+        raise ValueError(f"{name} must be numbers separated by commas; got {text[:80]!r}") from None
+    if not allow_nonfinite:
+        bad = [p for p, v in zip(parts, vals) if v != v or v in (float("inf"), float("-inf"))]
+        if bad:
+            raise ValueError(f"{name} must be finite numbers; got {bad[0][:40]!r}" + (" (too large for a float)" if len(bad[0]) > 20 else ""))
+    return vals
+
+
+def parse_ints(text: str, name: str, low: int, high: int, max_count: int = MAX_NUMBERS) -> list[int]:
+    """'3, 7, 5' → [3, 7, 5], each a whole number in [low, high]; a clear ValueError naming the field otherwise."""
+    vals = parse_floats(text, name, max_count)
+    for v in vals:
+        if v != int(v):
+            raise ValueError(f"{name} must be whole numbers; got {v:g}")
+        if not low <= v <= high:
+            raise ValueError(f"{name} must lie in [{low}, {high}] on this page; got {v:g}")
+    return [int(v) for v in vals]
+
+
+def circle_layout(items: list) -> dict:
+    """Positions of ``items`` evenly spaced on the unit circle, for drawing a graph (layout, not a formula of the lab)."""
+    import math
+
+    n = max(len(items), 1)
+    return {it: (math.cos(2 * math.pi * k / n), math.sin(2 * math.pi * k / n)) for k, it in enumerate(items)}
 
 
 def example_button(label: str, values: dict, flag: str, help: str | None = None) -> None:
