@@ -4,7 +4,8 @@ Reference chapter "Reinforcement learning with verifiable rewards" (ftip-0042): 
 ftip-004B, group statistics ftip-004C and group-relative advantage ftip-004D (Shao et al. 2024,
 §4.1.2), outcome- and process-supervision GRPO ftip-004E/004F (§4.1.2–4.1.3), estimator conventions
 ftip-004G; DAPO (Yu et al. 2025, §3.1–3.4): clip-higher ftip-004H, dynamic sampling ftip-004I,
-token-level loss ftip-004J, overlong shaping ftip-004K; worked examples ftip-004M and ftip-004N.
+token-level loss ftip-004J, overlong shaping ftip-004K; worked example ftip-004M; ftip-004N (group advantages
+then clipping; the reference states no numbers, the lab's tests and pages use their own).
 
 Rewards arrive flat, (N,) with N = groups × group_size, group members contiguous (TRL's layout).
 Every convention the source leaves open is a parameter: the std divisor (``ddof``), the stabiliser
@@ -60,7 +61,7 @@ def group_stats(rewards: TensorLike, group_size: int, ddof: int = 1) -> tuple[to
     """Group mean R̄ and standard deviation S_R per prompt group [ftip-004C; Shao et al. 2024, §4.1.2].
 
     ``rewards`` (N,) → ``(mean, std)``, each (G,). ``ddof=1`` divides by g−1 (TRL's ``nanstd``),
-    ``ddof=0`` by g (population std, the reference's ftip-004N example).
+    ``ddof=0`` by g (population std, used by the lab's own illustration of ftip-004N).
     """
     r = _grouped(rewards, group_size)
     return r.mean(-1), _std(r, ddof, dim=-1)

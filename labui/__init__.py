@@ -89,14 +89,34 @@ def example_button(label: str, values: dict, flag: str, help: str | None = None)
     st.button(label, on_click=load, help=help, key=f"load_{flag}")
 
 
+def agrees(computed: float, stated: float, tol: float) -> bool:
+    """Whether a computed number matches a stated one within ``tol`` (a check for display, not a formula)."""
+    return abs(computed - stated) <= tol
+
+
 def example_note(flag: str, mod: ModuleType, computed: list[float] | None, fmt: Callable[[float], str] = lambda x: f"{x:.4g}") -> None:
-    """After loading a worked example: the reference's stated values beside what this page computed."""
+    """After loading a worked example: its expected values beside what this page computed.
+
+    Says who states the expected values (``worked_examples.kind``): the reference's Example, the lab's own
+    illustration of a construction the reference gives without numbers, or a Definition applied to the
+    lab's inputs.
+    """
     if not st.session_state.get(flag):
         return
+    import worked_examples
+
     stated = ", ".join(fmt(x) for x in mod.EXPECTED)
     got = ", ".join(fmt(x) for x in computed) if computed is not None else "—"
-    ok = computed is not None and len(computed) == len(mod.EXPECTED) and all(abs(a - b) <= max(mod.TOLERANCE, 1e-9) for a, b in zip(computed, mod.EXPECTED))
-    (st.success if ok else st.warning)(f"Worked example **{mod.ID}** [{mod.FTIP}] — reference states: **{stated}**; this page computes: **{got}**")
+    ok = computed is not None and len(computed) == len(mod.EXPECTED) and all(agrees(a, b, max(mod.TOLERANCE, 1e-9)) for a, b in zip(computed, mod.EXPECTED))
+    k = worked_examples.kind(mod)
+    if k == "illustration":
+        text = (f"Lab's own illustration **{mod.ID}** of [{mod.FTIP}] (the reference states no numbers here) — "
+                f"hand-computed: **{stated}**; this page computes: **{got}**")
+    elif k == "definition":
+        text = f"Definition [{mod.FTIP}] applied to the lab's inputs (**{mod.ID}**) — it gives: **{stated}**; this page computes: **{got}**"
+    else:
+        text = f"Worked example **{mod.ID}** [{mod.FTIP}] — reference states: **{stated}**; this page computes: **{got}**"
+    (st.success if ok else st.warning)(text)
 
 
 def figure(title: str, x_title: str, y_title: str, height: int = 340) -> go.Figure:

@@ -30,7 +30,7 @@ example_button("Load the lab's illustration of ftip-004N (rewards 1,0,0,1; popul
                 "grpo_clip": 0.2, "grpo_clip_high": 0.2}, "grpo_example",
                help="ftip-004N defines the group advantage and the clipped terms but states no numbers; "
                     "these rewards, ratios and the population std are the lab's own illustration")
-MAX_GROUPS, MAX_GROUP_SIZE, MAX_TOKENS = 32, 64, 512  # bounds that keep a rerun under a second
+MAX_GROUPS, MAX_GROUP_SIZE, MAX_TOKENS = 16, 32, 256  # bounds that keep a rerun under a second
 
 c1, c2 = st.columns([2, 1])
 rew_s = c1.text_area("rewards: one line per prompt group (same group size on every line)", key="grpo_rewards", height=110)

@@ -6,7 +6,7 @@ import torch
 
 from lab.dpo import dpo_metrics, log_partition, optimal_policy, reward_from_policy
 from lab.kl import entropy, kl_regularized_objective
-from labui import example_button, figure, header, mark_point, parse_floats, route_through_app, shows_errors
+from labui import agrees, example_button, figure, header, mark_point, parse_floats, route_through_app, shows_errors
 from worked_examples import dpo_relative as EXR
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
@@ -56,7 +56,7 @@ with shows_errors():
         rec = reward_from_policy(pi[support], torch.tensor(ref, dtype=torch.float64)[support], beta, log_partition(ref, r, beta))
         margin = dpo_metrics(rec[0:1], rec[1:2])["rewards/margins"]  # reward of outcome 1 minus outcome 2
         stated = EXR.EXPECTED[0]  # the overview's log 1.5
-        ok = abs(margin - stated) < 1e-6
+        ok = agrees(margin, stated, 1e-6)
         (st.success if ok else st.warning)(
             f"Overview, DPO section: the reward margin between the first two outcomes recovered from π* is "
             f"**{margin:.4f}**; the overview states log 1.5 = **{stated:.4f}**. π* = {[round(x, 3) for x in pi.tolist()]} "

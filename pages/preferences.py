@@ -106,10 +106,10 @@ with shows_errors(c1):
     gfig.add_trace(go.Scatter(x=[pos[i][0] for i in items], y=[pos[i][1] for i in items], mode="markers+text", text=items,
                               textposition="top center", marker=dict(size=26, color="#1f77b4"), name="items"))
     on_cycle = set(zip(cycle, cycle[1:] + cycle[:1])) if cycle else set()
-    for a, b in majority_edges(obs):
-        gfig.add_annotation(x=pos[b][0], y=pos[b][1], ax=pos[a][0], ay=pos[a][1], xref="x", yref="y", axref="x", ayref="y",
-                            showarrow=True, arrowhead=3, arrowwidth=2, standoff=14, startstandoff=14,
-                            arrowcolor="crimson" if (a, b) in on_cycle else "gray")
+    # one update with every arrow: add_annotation per edge re-validates the layout each time (~15 ms per arrow)
+    gfig.update_layout(annotations=[dict(x=pos[b][0], y=pos[b][1], ax=pos[a][0], ay=pos[a][1], xref="x", yref="y", axref="x", ayref="y",
+                                         showarrow=True, arrowhead=3, arrowwidth=2, standoff=14, startstandoff=14,
+                                         arrowcolor="crimson" if (a, b) in on_cycle else "gray") for a, b in majority_edges(obs)])
     gfig.update_xaxes(visible=False, range=[-1.6, 1.6])
     gfig.update_yaxes(visible=False, range=[-1.4, 1.5])
     g2.plotly_chart(gfig, width="stretch", key="pref_graph")
