@@ -67,7 +67,7 @@ def parse_ints(text: str, name: str, low: int, high: int, max_count: int = MAX_N
         if v != int(v):
             raise ValueError(f"{name} must be whole numbers; got {v:g}")
         if not low <= v <= high:
-            raise ValueError(f"{name} must lie in [{low}, {high}] on this page; got {v:g}")
+            raise ValueError(f"{name} must lie in [{low}, {high}] on this page; got {v:.15g}")
     return [int(v) for v in vals]
 
 

@@ -34,7 +34,7 @@ has a button that loads the reference's worked example and puts the stated value
 
 **Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, DPO, GRPO; `--help` lists the knobs).
 
-**From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference.
+**From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference (and says where the lab supplied its own numbers).
 """
 )
 
