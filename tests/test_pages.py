@@ -299,3 +299,24 @@ def test_the_no_math_check_catches_inline_formulas(tmp_path):
                     "G = discounted_returns([1.0], 0.9)\nadv = G - 0.5\ny = torch.sigmoid(G)\nz = math.log(2)\nw = G.mean()\n")
     found = _math_in_page(page)
     assert len(found) == 4, found
+
+
+def test_preferences_page_weighs_split_ties_in_the_loss():
+    # issue 10: A ≻ B twice, B ≻ A once, one split tie → weighted loss 0.66156 (0.67433 if the tie counted whole)
+    at = run("preferences")
+    at.selectbox(key="pref_ties").select("split").run()
+    at.number_input(key="pref_l2").set_value(0.0).run()
+    at.text_area(key="pref_table").input("A > B\nA > B\nB > A\nA = B").run()
+    clean(at)
+    assert metric(at, "reward-model loss of the fitted scores on these observations") == "0.6616"
+
+
+def test_kl_page_objective_comes_from_the_library():
+    from lab.dpo import optimal_policy
+    from lab.kl import kl_regularized_objective
+
+    at = run("kl_optimal")
+    ref, r = [0.5, 0.3, 0.15, 0.05], [0, 1, 2, 3]
+    o = kl_regularized_objective(optimal_policy(ref, r, 1.0), ref, r, 1.0)
+    assert metric(at, "objective E[r] − β·KL") == f"{float(o.objective):.4f}"
+    assert metric(at, "E_π*[r]") == f"{float(o.expected_reward):.4f}"
