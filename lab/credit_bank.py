@@ -263,3 +263,17 @@ def format_citation(question: Mapping) -> str:
     who = c.get("authors") or "authors not stated in the bank"
     when = f" ({c['year']})" if c.get("year") else ""
     return f"{who}{when}. *{c['title']}*. {c['where']}"
+
+
+def cycle_index(index: int, step: int, count: int) -> int:
+    """The question index after moving ``step`` places through ``count`` questions, wrapping around."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be an integer >= 1; got {count!r}")
+    return (int(index) + int(step)) % count
+
+
+def page_of(questions: list, start: int, per_page: int) -> list:
+    """The ``per_page`` questions from position ``start`` (a list-mode screen of the quiz)."""
+    if isinstance(per_page, bool) or not isinstance(per_page, int) or per_page < 1:
+        raise ValueError(f"per_page must be an integer >= 1; got {per_page!r}")
+    return list(questions[int(start): int(start) + per_page])

@@ -309,3 +309,17 @@ def orpo_odds_ratio_loss(chosen_avg_logps: TensorLike, rejected_avg_logps: Tenso
             raise ValueError(f"{name} must be < 0 (a probability of 1 has infinite odds)")
     log_odds = (c - r) - (torch.log(-torch.expm1(c)) - torch.log(-torch.expm1(r)))  # (N,)
     return -lam * F.logsigmoid(log_odds), log_odds.detach()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions the pages and notebooks call instead of computing formulas inline.
+
+
+def log_ratio(logps: TensorLike, ref_logps: TensorLike) -> torch.Tensor:
+    """ℓ(y) = log π_θ(y|x) − log π_ref(y|x), the per-response log-ratio DPO compares [ftip-003R; Rafailov et al. 2023, §4, eq. 7].
+
+    ``logps`` and ``ref_logps`` are sequence log-probabilities (finite, <= 0) and broadcast. The
+    implicit reward TRL logs as ``rewards/chosen`` is β·ℓ(y⁺).
+    """
+    lp, rlp = broadcast_pair(as_logprobs(logps, "logps"), as_logprobs(ref_logps, "ref_logps"), "logps", "ref_logps")
+    return lp - rlp

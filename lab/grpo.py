@@ -4,7 +4,8 @@ Reference chapter "Reinforcement learning with verifiable rewards" (ftip-0042): 
 ftip-004B, group statistics ftip-004C and group-relative advantage ftip-004D (Shao et al. 2024,
 §4.1.2), outcome- and process-supervision GRPO ftip-004E/004F (§4.1.2–4.1.3), estimator conventions
 ftip-004G; DAPO (Yu et al. 2025, §3.1–3.4): clip-higher ftip-004H, dynamic sampling ftip-004I,
-token-level loss ftip-004J, overlong shaping ftip-004K; worked examples ftip-004M and ftip-004N.
+token-level loss ftip-004J, overlong shaping ftip-004K; worked example ftip-004M; ftip-004N (group advantages
+then clipping; the reference states no numbers, the lab's tests and pages use their own).
 
 Rewards arrive flat, (N,) with N = groups × group_size, group members contiguous (TRL's layout).
 Every convention the source leaves open is a parameter: the std divisor (``ddof``), the stabiliser
@@ -14,7 +15,7 @@ Every convention the source leaves open is a parameter: the std divisor (``ddof`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal, NamedTuple, Sequence
 
 import torch
 
@@ -99,7 +100,7 @@ def group_stats(rewards: TensorLike, group_size: int, ddof: int = 1) -> tuple[to
     """Group mean R̄ and standard deviation S_R per prompt group [ftip-004C; Shao et al. 2024, §4.1.2].
 
     ``rewards`` (N,) → ``(mean, std)``, each (G,). ``ddof=1`` divides by g−1 (TRL's ``nanstd``),
-    ``ddof=0`` by g (population std, as in the lab's ftip-004N illustration).
+    ``ddof=0`` by g (population std, used by the lab's own illustration of ftip-004N).
     A group whose rewards are all equal has std exactly 0 and mean exactly its common value.
     """
     r = _grouped(rewards, group_size)
@@ -668,3 +669,129 @@ def rloo_advantages(rewards: TensorLike, group_size: int) -> torch.Tensor:
     r = _grouped(rewards, group_size)  # (G, k)
     diffs = r.unsqueeze(-1) - r.unsqueeze(-2)  # (G, k, k): r_i − r_j, zero on the diagonal
     return (diffs.sum(-1) / (group_size - 1)).flatten()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions the pages and notebooks call instead of computing formulas inline.
+
+
+def length_mask(lengths: Sequence[int], max_length: int | None = None) -> torch.Tensor:
+    """Completion mask from response lengths: row i has ``lengths[i]`` ones, then zeros. Returns (G, T) float64.
+
+    ``lengths`` are integers >= 0 (floats must be whole numbers: 3.0 is 3, 2.5 is refused); ``T`` is
+    ``max_length`` (>= every length) or, by default, the longest length.
+    """
+    vals = list(lengths) if not isinstance(lengths, torch.Tensor) else lengths.tolist()
+    if not vals:
+        raise ValueError("lengths must list at least one response")
+    out = []
+    for i, n in enumerate(vals):
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n or n in (float("inf"), float("-inf")) or n != int(n):
+            raise ValueError(f"lengths[{i}] must be a whole number of tokens; got {n!r}")
+        if n < 0:
+            raise ValueError(f"lengths[{i}] must be >= 0; got {n!r}")
+        out.append(int(n))
+    T = max(out) if max_length is None else int(max_length)
+    if max_length is not None and (isinstance(max_length, bool) or max_length != int(max_length) or T < max(out)):
+        raise ValueError(f"max_length must be a whole number >= every length ({max(out)}); got {max_length!r}")
+    return (torch.arange(T).unsqueeze(0) < torch.tensor(out).unsqueeze(1)).to(torch.float64)  # (G, T)
+
+
+def token_advantages(advantages: TensorLike, mask: TensorLike) -> torch.Tensor:
+    """Outcome credit spread over tokens: Â_{i,t} = Â_i at every active token of response i, exactly 0 elsewhere [ftip-004E].
+
+    ``advantages`` (G,) finite, one per response; ``mask`` (G, T) of 0/1. This is what
+    :func:`grpo_loss` does with a (G,) advantage ("every token shares its response's advantage").
+    """
+    a = as_tensor(advantages, "advantages")
+    if not a.is_floating_point():
+        a = a.to(torch.float64)
+    check_finite(a.detach(), "advantages")
+    if a.dim() != 1:
+        raise ValueError(f"advantages must have shape (G,); got {tuple(a.shape)}")
+    m = as_tensor(mask, "mask")
+    if m.dim() != 2 or m.shape[0] != a.shape[0]:
+        raise ValueError(f"mask must have shape (G, T) with G = {a.shape[0]} (one row per advantage); got {tuple(m.shape)}")
+    m = as_mask(m.to(a.dtype), m.to(a.dtype), "mask", allow_empty=True)
+    return torch.where(m > 0, a.unsqueeze(-1).expand_as(m), torch.zeros_like(m))  # (G, T)
+
+
+class GroupSurrogate(NamedTuple):
+    """The pointwise clipped terms ℓ_i of one rollout group and their mean, the group's contribution [ftip-004N]."""
+
+    terms: torch.Tensor  # (G,) min(ρ_i Â_i, clip(ρ_i, 1−ε, 1+ε_high) Â_i)
+    mean: torch.Tensor  # () mean over the group
+
+
+def group_surrogate(ratios: TensorLike, advantages: TensorLike, epsilon: float = 0.2, epsilon_high: float | None = None) -> GroupSurrogate:
+    """ℓ_i = min(ρ_i Â_i, clip(ρ_i, 1−ε, 1+ε_high) Â_i) and their mean over the group [ftip-004N; Shao et al. 2024, §4.1; Schulman et al. 2017, §3].
+
+    ``ratios`` and ``advantages`` are (G,) with one entry per group member (same length; a
+    ``ValueError`` names both otherwise). The mean is the group's contribution to the objective
+    (not negated); its sign alone says nothing about held-out improvement.
+    """
+    r = as_tensor(ratios, "ratios")
+    a = as_tensor(advantages, "advantages")
+    if r.dim() != 1 or a.dim() != 1 or r.shape != a.shape or r.numel() == 0:
+        raise ValueError(f"ratios (shape {tuple(r.shape)}) and advantages (shape {tuple(a.shape)}) must both be (G,) with G >= 1")
+    check_finite(r.detach() if r.is_floating_point() else r.double(), "ratios")
+    terms = clipped_surrogate(r, a, epsilon, epsilon_high)  # (G,)
+    return GroupSurrogate(terms, terms.mean())
+
+
+def loss_types_from_ratios(
+    ratios: TensorLike,
+    advantages: TensorLike,
+    lengths: Sequence[int],
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+) -> dict[str, tuple[torch.Tensor, dict[str, float]]]:
+    """The four GRPO loss types on one group whose response i has the same ratio ρ_i on each of its ``lengths[i]`` tokens [ftip-004J].
+
+    A teaching construction: the behaviour log-prob of every token is set to a common constant c and
+    the current one to c + log ρ_i (c is chosen so both stay <= 0); then :func:`grpo_loss` is called
+    with ``loss_type`` in ``grpo``, ``bnpo``, ``dr_grpo``, ``dapo`` and ``max_completion_length`` = the
+    longest length. ``ratios`` (G,) finite and > 0, ``advantages`` (G,), ``lengths`` G integers >= 1.
+    Returns ``{loss_type: (loss, metrics)}``.
+    """
+    r = as_tensor(ratios, "ratios")
+    if not r.is_floating_point():
+        r = r.to(torch.float64)
+    a = as_tensor(advantages, "advantages")
+    if not a.is_floating_point():
+        a = a.to(r.dtype)
+    if r.dim() != 1 or r.numel() == 0 or a.shape != r.shape:
+        raise ValueError(f"ratios (shape {tuple(r.shape)}) and advantages (shape {tuple(a.shape)}) must both be (G,) with G >= 1")
+    check_finite(r.detach(), "ratios")
+    if not bool((r.detach() > 0).all()):
+        raise ValueError(f"ratios must be > 0 (their log is taken); got {r[r <= 0].tolist()[:4]}")
+    mask = length_mask(lengths).to(r.dtype)  # (G, T)
+    if mask.shape[0] != r.shape[0]:
+        raise ValueError(f"lengths must give one length per ratio ({r.shape[0]}); got {mask.shape[0]}")
+    if bool((mask.sum(-1) == 0).any()):
+        raise ValueError("lengths must all be >= 1 (a response with no token has no per-token loss)")
+    log_r = torch.log(r.detach())  # (G,)
+    c = -1.0 - float(log_r.clamp(min=0).max())  # behaviour log-prob: keeps c + log ρ <= −1
+    old = torch.full(mask.shape, c, dtype=r.dtype)  # (G, T)
+    logps = old + log_r.unsqueeze(-1)  # (G, T): ratio ρ_i on every token of response i
+    T = mask.shape[1]
+    return {lt: grpo_loss(logps, old, a, mask, epsilon=epsilon, epsilon_high=epsilon_high, loss_type=lt, max_completion_length=T)
+            for lt in ("grpo", "bnpo", "dr_grpo", "dapo")}
+
+
+def step_end_positions(step_lengths: Sequence[int]) -> list[int]:
+    """Token index at which each step ends (inclusive) when steps of ``step_lengths`` tokens follow each other.
+
+    The ``step_ends`` argument of :func:`process_advantages`: lengths 3, 4, 2 end at 2, 6, 8. Each length
+    must be a whole number >= 1 (a step with no token would end where the previous one did).
+    """
+    ends, k = [], -1
+    vals = list(step_lengths)
+    if not vals:
+        raise ValueError("step_lengths must list at least one step")
+    for i, n in enumerate(vals):
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n or abs(n) == float("inf") or n != int(n) or n < 1:
+            raise ValueError(f"step_lengths[{i}] must be a whole number >= 1; got {n!r}")
+        k += int(n)
+        ends.append(k)
+    return ends

@@ -7,7 +7,7 @@ KL divergence" (2020); k3 is the per-token KL in GRPO (Shao et al. 2024, §4.1.2
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 
@@ -19,6 +19,7 @@ from lab._checks import (
     broadcast_pair,
     check_active,
     check_choice,
+    check_finite,
     check_pmf,
     check_positive,
 )
@@ -129,3 +130,63 @@ def kl_estimate(
             k2 = 0.5 * d * d
             out = k2 + (out - k2).detach()  # value of k3, gradient of k2
     return out if clamp is None else torch.clamp(out, -clamp, clamp)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions the pages and notebooks call instead of computing formulas inline.
+
+
+def log_probabilities(probs: TensorLike, name: str = "probs") -> torch.Tensor:
+    """log p for probabilities p ∈ (0, 1]; a ``ValueError`` naming ``name`` otherwise (0 has no finite log).
+
+    The boundary where a learner's probability becomes a log-probability: pages and notebooks call
+    this instead of ``math.log`` so that a 0, a 1.5 or a NaN gets the same clear message everywhere.
+    """
+    from lab._checks import check_probabilities
+
+    p = as_tensor(probs, name)
+    if not p.is_floating_point():
+        p = p.to(torch.float64)
+    check_probabilities(p, name)
+    return torch.log(p)
+
+
+class KLRegularizedObjective(NamedTuple):
+    """The three numbers of ftip-003C for one prompt: objective = expected_reward − β·kl."""
+
+    objective: torch.Tensor  # (...,) E_π[r] − β·KL(π ‖ π_ref); −inf on support mismatch
+    expected_reward: torch.Tensor  # (...,) E_{y∼π}[r(y)]
+    kl: torch.Tensor  # (...,) KL(π ‖ π_ref) in nats; +inf on support mismatch
+
+
+def kl_regularized_objective(policy: TensorLike, ref_probs: TensorLike, rewards: TensorLike, beta: float) -> KLRegularizedObjective:
+    """E_{y∼π}[r(y)] − β·D_KL(π ‖ π_ref) for one prompt [ftip-003C; Rafailov et al. 2023, §3, eq. 3].
+
+    ``policy``, ``ref_probs``: probability vectors over K responses (..., K); ``rewards`` (..., K) finite;
+    ``beta`` > 0 (the definition's coefficient). Uses the forward KL of :func:`kl_divergence`, so a
+    policy that puts mass where the reference has none gets KL = +inf and objective = −inf (the
+    definition requires π ≪ π_ref). A response with π(y) = 0 contributes 0 to E_π[r].
+    The objective is maximised by ``lab.dpo.optimal_policy(ref_probs, rewards, beta)``, where it equals
+    β·log Z (ftip-003O).
+    """
+    from lab._checks import check_positive
+
+    beta = check_positive(beta, "beta")
+    p = as_tensor(policy, "policy")
+    r = as_tensor(rewards, "rewards")
+    if not p.is_floating_point():
+        p = p.to(torch.float64)
+    if not r.is_floating_point():
+        r = r.to(p.dtype)
+    p, r = broadcast_pair(p, r, "policy", "rewards")
+    check_pmf(p, "policy")
+    check_finite(r, "rewards")
+    ref = as_tensor(ref_probs, "ref_probs")
+    if not ref.is_floating_point():
+        ref = ref.to(p.dtype)
+    p_b, ref = broadcast_pair(p, ref, "policy", "ref_probs")
+    check_pmf(ref, "ref_probs")
+    kl = kl_divergence(p_b, ref)  # (...,)
+    expected = torch.where(p > 0, p * r, torch.zeros_like(p)).sum(-1)  # (...,)
+    objective = expected - beta * kl
+    return KLRegularizedObjective(objective, expected, kl)

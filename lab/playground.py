@@ -270,6 +270,13 @@ class Conventions:
     """Clip width ε (lower; and upper unless ``epsilon_high``)."""
     epsilon_high: float | None = None
     """Upper clip width (DAPO clip-higher, ftip-004H); default ``epsilon``."""
+
+    @property
+    def clip_band(self) -> tuple[float, float]:
+        """(1 − ε, 1 + ε_high): the ratio band inside which PPO's objective is unclipped."""
+        from lab.ppo import _clip_bounds
+
+        return _clip_bounds(self.epsilon, self.epsilon_high)
     scale: Literal["group", "batch", "none"] = "group"
     """GRPO advantage scaling (see lab.grpo.group_advantages)."""
     ddof: int = 1

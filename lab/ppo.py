@@ -11,6 +11,8 @@ Diagnostics use TRL's metric names (``clip_ratio/low_mean`` …) and CleanRL's `
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from lab._checks import (
@@ -247,3 +249,53 @@ def kl_shaped_reward(
     T = m.shape[-1]
     last = T - 1 - torch.flip(m, dims=[-1]).argmax(-1)  # (B,) index of the last active token
     return rewards.scatter_add(-1, last.unsqueeze(-1), s.unsqueeze(-1))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions the pages and notebooks call instead of computing formulas inline.
+
+
+class ClippingEffect(NamedTuple):
+    """What the clipped minimum does to one term: ``removed = unclipped − clipped`` (>= 0)."""
+
+    unclipped: torch.Tensor  # ρ·A
+    clipped: torch.Tensor  # min(ρA, clip(ρ, 1−ε, 1+ε_high)A)
+    removed: torch.Tensor  # incentive the clip takes away; exactly 0 where the clip does not bind
+
+
+def clipping_effect(
+    ratio: TensorLike, advantages: TensorLike, epsilon: float = 0.2, epsilon_high: float | None = None
+) -> ClippingEffect:
+    """The plain term ρA, the clipped term of :func:`clipped_surrogate` and their gap [ftip-003F; Schulman et al. 2017, §3, eq. 7].
+
+    Same arguments and broadcasting as :func:`clipped_surrogate`. ``removed`` is >= 0 everywhere (the
+    minimum never exceeds ρA) and is exactly 0 where the unclipped term is the binding one, so
+    ``removed > 0`` marks the flat (clipped) region.
+    """
+    clipped = clipped_surrogate(ratio, advantages, epsilon, epsilon_high)
+    rho, adv = broadcast_pair(as_tensor(ratio, "ratio"), as_tensor(advantages, "advantages"), "ratio", "advantages")
+    check_finite(rho.detach(), "ratio")
+    check_finite(adv.detach(), "advantages")
+    unclipped = rho * adv
+    return ClippingEffect(unclipped, clipped, unclipped - clipped)
+
+
+def kl_shaped_reward_from_ratio(score: TensorLike, ratio: TensorLike, beta: float) -> torch.Tensor:
+    """R = r_φ − β log(π_θ(y|x)/π_ref(y|x)) given the probability ratio itself [ftip-003D; Ouyang et al. 2022, §3.5, eq. 2].
+
+    ``ratio`` = π_θ/π_ref must be finite and > 0; ``score`` finite; ``beta`` > 0, as in
+    :func:`kl_shaped_reward` (which takes the two log-probabilities instead). Broadcasts.
+    """
+    beta = check_positive(beta, "beta")
+    rho = as_tensor(ratio, "ratio")
+    if not rho.is_floating_point():
+        rho = rho.to(torch.float64)
+    check_finite(rho.detach(), "ratio")
+    if not bool((rho.detach() > 0).all()):
+        raise ValueError(f"ratio must be > 0 (a ratio of probabilities whose log is taken); got {rho[rho <= 0].flatten()[:4].tolist()}")
+    s = as_tensor(score, "score")
+    if not s.is_floating_point():
+        s = s.to(rho.dtype)
+    check_finite(s.detach(), "score")
+    s, rho = broadcast_pair(s, rho, "score", "ratio")
+    return s - beta * torch.log(rho)

@@ -97,12 +97,20 @@ def bradley_terry_probability(r_chosen: TensorLike, r_rejected: TensorLike) -> t
     return torch.sigmoid(rc - rr)
 
 
-def reward_model_loss(r_chosen: TensorLike, r_rejected: TensorLike, margin: TensorLike | None = None) -> torch.Tensor:
-    """Pairwise reward-model loss mean[−log σ(r⁺ − r⁻ − margin)] [ftip-002R; Ouyang et al. 2022, §3.5, eq. 1].
+def reward_model_loss(
+    r_chosen: TensorLike, r_rejected: TensorLike, margin: TensorLike | None = None, weights: TensorLike | None = None
+) -> torch.Tensor:
+    """Pairwise reward-model loss Σ w·[−log σ(r⁺ − r⁻ − margin)] / Σ w [ftip-002R; Ouyang et al. 2022, §3.5, eq. 1].
 
     ``r_chosen``, ``r_rejected``: (N,) scores of the selected and the other response.
     ``margin`` (N,) or scalar, optional: the Llama-2-style margin TRL's ``RewardTrainer`` accepts.
-    Uses ``logsigmoid`` so that extreme score gaps stay finite. Same value as TRL's RewardTrainer loss.
+    ``weights`` (N,), optional: observation weights (``Observation.weight``; a split tie is two
+    half-weight observations). Default ``None`` = every observation weighs 1, i.e. the plain mean.
+    Weights must be finite, ``>= 0``, of the same shape as the score difference and not all zero;
+    the loss is then the weighted mean, the same quantity :func:`fit_bradley_terry` maximises (up to
+    sign and the normaliser Σ w), so fitted scores minimise it.
+    Uses ``logsigmoid`` so that extreme score gaps stay finite. With ``weights=None`` it is the same
+    value as TRL's ``RewardTrainer`` loss (TRL has no observation weights).
     """
     rc, rr = broadcast_pair(as_tensor(r_chosen, "r_chosen"), as_tensor(r_rejected, "r_rejected"), "r_chosen", "r_rejected")
     check_finite(rc, "r_chosen")  # inf − inf would be a silent NaN
@@ -114,7 +122,22 @@ def reward_model_loss(r_chosen: TensorLike, r_rejected: TensorLike, margin: Tens
         diff, m = broadcast_pair(diff, as_tensor(margin, "margin"), "r_chosen - r_rejected", "margin")
         check_finite(m, "margin")
         diff = diff - m
-    return -F.logsigmoid(diff).mean()
+    losses = -F.logsigmoid(diff)  # (N,)
+    if weights is None:
+        return losses.mean()
+    w = as_tensor(weights, "weights")
+    if w.shape != losses.shape:
+        raise ValueError(f"weights must have the same shape as the scores {tuple(losses.shape)}; got {tuple(w.shape)}")
+    if not w.is_floating_point():
+        w = w.to(losses.dtype if losses.is_floating_point() else torch.float64)
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError("weights must be finite")
+    if bool((w < 0).any()):
+        raise ValueError(f"weights must be >= 0; got {w[w < 0].flatten()[:4].tolist()}")
+    total = w.sum()
+    if not bool(total > 0):
+        raise ValueError("weights must not all be zero (the weighted mean would be undefined)")
+    return (w * losses).sum() / total  # weighted mean over observations
 
 
 def _items_in_order(observations: Sequence[Observation]) -> list[Hashable]:
@@ -259,3 +282,31 @@ def find_preference_cycle(comparisons: Iterable[Comparison | Observation]) -> li
                     cycle.append(parent[cycle[-1]])
                 return cycle[::-1]
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions the pages and notebooks call instead of computing formulas inline.
+
+
+def majority_edges(comparisons: Iterable[Comparison | Observation]) -> list[tuple[Hashable, Hashable]]:
+    """The strict majority edges (winner, loser) of a comparison set [ftip-002V].
+
+    Record weights are summed per ordered pair (a split tie adds 0.5 each way); an edge a → b exists
+    when the weight of a ≻ b strictly exceeds that of b ≻ a, so equal counts give no edge. This is the
+    graph in which :func:`find_preference_cycle` looks for a cycle. Edges are listed in order of first
+    appearance. Ties, abstentions and invalid records carry no direction and are skipped.
+    """
+    net: dict[tuple, float] = {}
+    for i, c in enumerate(comparisons):
+        if isinstance(c, Comparison):
+            if c.outcome not in ("a", "b"):
+                continue
+            c = to_observations([c])[0]
+        elif not isinstance(c, Observation):
+            raise ValueError(f"comparisons[{i}] must be a Comparison or an Observation; got {type(c).__name__}")
+        w = float(c.weight)
+        if not (w >= 0 and w != float("inf")):
+            raise ValueError(f"comparisons[{i}].weight must be finite and >= 0; got {c.weight}")
+        key = (c.chosen, c.rejected)
+        net[key] = net.get(key, 0.0) + w
+    return [(a, b) for (a, b), w in net.items() if w > net.get((b, a), 0.0)]

@@ -3,7 +3,7 @@
 Reference chapter "Reinforcement learning with verifiable rewards" (ftip-0042): RLVR ftip-0044
 (Lambert et al. 2024, Tülu 3, §6, eqs. 7–8), correctness indicator ftip-0046, evidence ftip-0047,
 decision vs evidence ftip-0048, verifiable reward ftip-0049 (α = 10 in Tülu 3), rule/test/proof
-evidence ftip-004A. Worked examples ftip-0049 and ftip-004M.
+evidence ftip-004A. Worked example ftip-004M (Definition ftip-0049 is applied to the lab's own responses).
 
 A verifier returns an evidence record, not just a bit: the parsed answer or the test log that decided,
 and the verifier's id and version, so a decision can be audited and reproduced later.

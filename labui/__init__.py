@@ -31,15 +31,52 @@ def shows_errors(where=None) -> Iterator[None]:
         (where or st).error(f"⚠️ {exc}")
 
 
-def parse_floats(text: str, name: str) -> list[float]:
-    """'1, 0.5, 2' → [1.0, 0.5, 2.0]; a clear ValueError naming the field otherwise."""
-    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+# Input bounds: every rerun of a page stays well under a second and small in memory (tests/test_page_fuzz.py).
+MAX_NUMBERS = 64  # numbers in one text field
+MAX_CHARS = 4000  # characters in one text field
+
+
+def parse_floats(text: str, name: str, max_count: int = MAX_NUMBERS, allow_nonfinite: bool = False) -> list[float]:
+    """'1, 0.5, 2' → [1.0, 0.5, 2.0]; a clear ValueError naming the field otherwise.
+
+    At most ``max_count`` numbers (a bound, so that no rerun is slow); NaN and ±inf are refused unless
+    ``allow_nonfinite`` (a 5000-digit number overflows to inf and is refused the same way).
+    """
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"{name}: at most {MAX_CHARS} characters; got {len(text)}")
+    parts = [p for p in text.replace(";", ",").replace(" ", ",").replace("\n", ",").split(",") if p.strip()]
     if not parts:
         raise ValueError(f"{name} must list at least one number")
+    if len(parts) > max_count:
+        raise ValueError(f"{name}: at most {max_count} numbers on this page; got {len(parts)}")
     try:
-        return [float(p) for p in parts]
+        vals = [float(p) for p in parts]
     except ValueError:
-        raise ValueError(f"{name} must be numbers separated by commas; got {text!r}") from None
+        raise ValueError(f"{name} must be numbers separated by commas; got {text[:80]!r}") from None
+    if not allow_nonfinite:
+        bad = [p for p, v in zip(parts, vals) if v != v or v in (float("inf"), float("-inf"))]
+        if bad:
+            raise ValueError(f"{name} must be finite numbers; got {bad[0][:40]!r}" + (" (too large for a float)" if len(bad[0]) > 20 else ""))
+    return vals
+
+
+def parse_ints(text: str, name: str, low: int, high: int, max_count: int = MAX_NUMBERS) -> list[int]:
+    """'3, 7, 5' → [3, 7, 5], each a whole number in [low, high]; a clear ValueError naming the field otherwise."""
+    vals = parse_floats(text, name, max_count)
+    for v in vals:
+        if v != int(v):
+            raise ValueError(f"{name} must be whole numbers; got {v:g}")
+        if not low <= v <= high:
+            raise ValueError(f"{name} must lie in [{low}, {high}] on this page; got {v:.15g}")
+    return [int(v) for v in vals]
+
+
+def circle_layout(items: list) -> dict:
+    """Positions of ``items`` evenly spaced on the unit circle, for drawing a graph (layout, not a formula of the lab)."""
+    import math
+
+    n = max(len(items), 1)
+    return {it: (math.cos(2 * math.pi * k / n), math.sin(2 * math.pi * k / n)) for k, it in enumerate(items)}
 
 
 def example_button(label: str, values: dict, flag: str, help: str | None = None) -> None:
@@ -52,14 +89,34 @@ def example_button(label: str, values: dict, flag: str, help: str | None = None)
     st.button(label, on_click=load, help=help, key=f"load_{flag}")
 
 
+def agrees(computed: float, stated: float, tol: float) -> bool:
+    """Whether a computed number matches a stated one within ``tol`` (a check for display, not a formula)."""
+    return abs(computed - stated) <= tol
+
+
 def example_note(flag: str, mod: ModuleType, computed: list[float] | None, fmt: Callable[[float], str] = lambda x: f"{x:.4g}") -> None:
-    """After loading a worked example: the reference's stated values beside what this page computed."""
+    """After loading a worked example: its expected values beside what this page computed.
+
+    Says who states the expected values (``worked_examples.kind``): the reference's Example, the lab's own
+    illustration of a construction the reference gives without numbers, or a Definition applied to the
+    lab's inputs.
+    """
     if not st.session_state.get(flag):
         return
+    import worked_examples
+
     stated = ", ".join(fmt(x) for x in mod.EXPECTED)
     got = ", ".join(fmt(x) for x in computed) if computed is not None else "—"
-    ok = computed is not None and len(computed) == len(mod.EXPECTED) and all(abs(a - b) <= max(mod.TOLERANCE, 1e-9) for a, b in zip(computed, mod.EXPECTED))
-    (st.success if ok else st.warning)(f"Worked example **{mod.ID}** [{mod.FTIP}] — reference states: **{stated}**; this page computes: **{got}**")
+    ok = computed is not None and len(computed) == len(mod.EXPECTED) and all(agrees(a, b, max(mod.TOLERANCE, 1e-9)) for a, b in zip(computed, mod.EXPECTED))
+    k = worked_examples.kind(mod)
+    if k == "illustration":
+        text = (f"Lab's own illustration **{mod.ID}** of [{mod.FTIP}] (the reference states no numbers here) — "
+                f"hand-computed: **{stated}**; this page computes: **{got}**")
+    elif k == "definition":
+        text = f"Definition [{mod.FTIP}] applied to the lab's inputs (**{mod.ID}**) — it gives: **{stated}**; this page computes: **{got}**"
+    else:
+        text = f"Worked example **{mod.ID}** [{mod.FTIP}] — reference states: **{stated}**; this page computes: **{got}**"
+    (st.success if ok else st.warning)(text)
 
 
 def figure(title: str, x_title: str, y_title: str, height: int = 340) -> go.Figure:

@@ -1,17 +1,16 @@
 """Agentic training and replay [ftip-004P, ftip-004S, ftip-004V, ftip-0073, ftip-0059, ftip-005A, ftip-005B]."""
 
 import dataclasses
-import math
 import tempfile
 from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
-from lab._checks import check_probabilities
 from lab.agentic import Action, ActionSerializer, AgenticState, Ledger, RoundSpec, Sandbox, ScriptedPolicy, TEST_SOLUTION, agentic_run, code_agent_script, code_agent_trace, react_episode
+from lab.kl import log_probabilities
 from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annotate
+from labui.demo_data import gradient_energy_series
 from labui import example_button, example_note, figure, header, route_through_app, shows_errors
 from worked_examples import code_agent_trace as EXT
 from worked_examples import dgg_gate as EXD
@@ -94,11 +93,11 @@ pc = c2.number_input("current probability", 0.0, 1.0, step=0.05, key="ag_pc")
 age = c3.number_input("updates since collection (age)", 0, 100, key="ag_age")
 uses = c4.number_input("prior uses", 0, 100, key="ag_uses")
 with shows_errors():
-    check_probabilities(torch.tensor([pb]), "behaviour probability")
-    check_probabilities(torch.tensor([pc]), "current probability")
-    rec = RolloutRecord("r-1", "q", "stamp-behaviour", ("action",), (math.log(pb),), ("evidence",), collected_at=0)
+    lp_b = float(log_probabilities(pb, "behaviour probability"))
+    lp_c = float(log_probabilities(pc, "current probability"))
+    rec = RolloutRecord("r-1", "q", "stamp-behaviour", ("action",), (lp_b,), ("evidence",), collected_at=0)
     before = dataclasses.replace(rec)
-    a = annotate(rec, CurrentPolicy("stamp-current", lambda r: [math.log(pc)]), update_index=int(age), prior_uses=int(uses))
+    a = annotate(rec, CurrentPolicy("stamp-current", lambda r: [lp_c]), update_index=int(age), prior_uses=int(uses))
     st.metric("importance ratio ρ", f"{a.ratios[0]:.4f}")
     st.caption(f"clipped at ε = 0.2: {a.clipped[0]} · age {a.age} · prior uses {a.prior_uses} · stored record unchanged: {rec == before}")
     example_note("ag_replay_example", EXR, [a.ratios[0], a.age, a.prior_uses], fmt=lambda x: f"{x:g}")
@@ -112,23 +111,20 @@ zstar = c1.slider("threshold z*", 0.5, 5.0, step=0.1, key="ag_z")
 seed = c2.number_input("series seed", 0, 999, key="ag_seed")
 window = c3.slider("trailing window", 3, 20, key="ag_window")
 with shows_errors():
-    g = torch.Generator().manual_seed(int(seed))
-    # gradient energy of successive proposals: a noisy level, with jumps where a reused batch has gone stale
-    energies = 5.0 + 0.3 * torch.randn(41, generator=g, dtype=torch.float64)
-    energies[[12, 25, 33]] += torch.tensor([3.0, 1.5, 4.0], dtype=torch.float64)
+    energies = gradient_energy_series(int(seed))  # gradient energy of 41 successive proposals (demo data)
     gate = DynamicGradientGate(z_threshold=zstar, window=int(window), min_history=3)
-    decisions = [gate.decide(float(e)) for e in energies]
-    xs = [k for k, d in enumerate(decisions) if d.increment is not None]
-    inc = [decisions[k].increment for k in xs]
+    decisions = [gate.decide(e) for e in energies]
+    xs = [k for k, d in enumerate(decisions) if d.z is not None]
+    zs = [decisions[k].z for k in xs]
+    shown = [z if abs(z) != float("inf") else None for z in zs]  # s = 0 gives Z = ±inf: no point to draw
     acc = [decisions[k].accepted for k in xs]
-    fig = figure("Gradient-energy increments of proposed updates", "proposal n", "Δ‖∇W‖²_F  [squared gradient units]")
-    fig.add_trace(go.Scatter(x=xs, y=inc, mode="lines", name="increment", line=dict(color="lightgray")))
-    fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if a], y=[i for i, a in zip(inc, acc) if a], mode="markers", name="accepted",
+    fig = figure("Z-score of each proposed update's gradient-energy increment", "proposal n", "Z_n  [trailing-window std units]")
+    fig.add_trace(go.Scatter(x=xs, y=shown, mode="lines", name="Z_n", line=dict(color="lightgray")))
+    fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if a], y=[z for z, a in zip(shown, acc) if a], mode="markers", name="accepted",
                              marker=dict(color="seagreen", size=9)))
-    fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if not a], y=[i for i, a in zip(inc, acc) if not a], mode="markers", name="rejected",
+    fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if not a], y=[z for z, a in zip(shown, acc) if not a], mode="markers", name="rejected",
                              marker=dict(color="crimson", size=12, symbol="x")))
-    thr = [(d.mu + zstar * d.s) if d.mu is not None else None for d in (decisions[k] for k in xs)]
-    fig.add_trace(go.Scatter(x=xs, y=thr, mode="lines", name="μ + z*·s", line=dict(dash="dot")))
+    fig.add_hline(y=zstar, line_dash="dot", annotation_text="z* (reject above)")
     st.plotly_chart(fig, width="stretch", key="ag_gate")
     st.metric("proposals accepted / rejected", f"{gate.cost.accepted} / {gate.cost.rejected}",
               help="rejected proposals were still computed: they stay in the cost record (ftip-006D)")

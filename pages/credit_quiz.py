@@ -145,7 +145,7 @@ elif mode == "One at a time":
     idx = min(st.session_state["cq_idx"], n - 1)
 
     def step(delta: int) -> None:
-        st.session_state["cq_idx"] = (idx + delta) % n
+        st.session_state["cq_idx"] = cb.cycle_index(idx, delta, n)
 
     b1, b2, b3 = st.columns([1, 1, 4])
     b1.button("◀ Previous", on_click=step, args=(-1,), key="cq_prev")
@@ -161,7 +161,7 @@ else:
     else:
         start = 0
         st.markdown(f"**{len(questions)}** questions")
-    for q in questions[start:start + PER_PAGE]:
+    for q in cb.page_of(questions, start, PER_PAGE):
         render(q)
 
 # ---- session score, per family (from the library)

@@ -1,13 +1,11 @@
 """Direct Preference Optimization [ftip-003M … ftip-003S]; overview, DPO section."""
 
-import math
-
 import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab._checks import check_probabilities
-from lab.dpo import dpo_gradient_weight, dpo_loss, preference_probability
+from lab.dpo import dpo_gradient_weight, dpo_loss, dpo_metrics, log_ratio, preference_probability
+from lab.kl import log_probabilities
 from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import dpo_log_ratio as EX
 from worked_examples import dpo_relative as EXR
@@ -37,11 +35,10 @@ rr = c2.number_input("π_ref(y⁻|x)", 0.0, 1.0, step=0.05, key="dpo_rr", format
 beta = c3.slider("β", 0.0, 2.0, step=0.05, key="dpo_beta")
 
 with shows_errors():
-    for val, name in ((pc, "π_θ(y⁺|x)"), (rc, "π_ref(y⁺|x)"), (pr, "π_θ(y⁻|x)"), (rr, "π_ref(y⁻|x)")):
-        check_probabilities(torch.tensor([val]), name)
-    lp = [math.log(pc), math.log(pr), math.log(rc), math.log(rr)]
+    # policy chosen, policy rejected, reference chosen, reference rejected: validated log-probabilities
+    lp = [log_probabilities(val, name) for val, name in ((pc, "π_θ(y⁺|x)"), (pr, "π_θ(y⁻|x)"), (rc, "π_ref(y⁺|x)"), (rr, "π_ref(y⁻|x)"))]
     losses, cr, rj = dpo_loss(*lp, beta=beta)
-    z = float(cr - rj)
+    z = dpo_metrics(cr, rj)["rewards/margins"]  # β·[ℓ(y⁺) − ℓ(y⁻)]
     prob = float(preference_probability(*lp, beta=beta))
     w = float(dpo_gradient_weight(*lp, beta=beta))
     m1, m2, m3, m4 = st.columns(4)
@@ -52,11 +49,13 @@ with shows_errors():
     st.caption(f"Implicit rewards (TRL's rewards/chosen, rewards/rejected): {float(cr):.4f} and {float(rj):.4f}.")
     example_note("dpo_example", EX, [z, prob, float(losses)])
 
-    lc, lr_ = math.log(pc / rc), math.log(pr / rr)
-    grid = torch.linspace(-3, 3, 61, dtype=torch.float64)
-    C, R = torch.meshgrid(grid, grid, indexing="xy")
-    shift = torch.full_like(C, -3.5)  # reference log-probs; any shift leaves ℓ = logp − ref unchanged
-    L, _, _ = dpo_loss(C + shift, R + shift, shift, shift, beta=beta)  # (61, 61) lab's own loss over the grid
+    lc, lr_ = float(log_ratio(lp[0], lp[2])), float(log_ratio(lp[1], lp[3]))  # ℓ(y⁺), ℓ(y⁻)
+    # policy log-probs from −6.5 to −0.5 against a reference log-prob of −3.5: ℓ runs from −3 to 3
+    pol = torch.linspace(-6.5, -0.5, 61, dtype=torch.float64)
+    grid = log_ratio(pol, -3.5)  # (61,) the ℓ axis
+    C, R = torch.meshgrid(pol, pol, indexing="xy")  # (61, 61) policy log-probs of chosen (x) and rejected (y)
+    ref = torch.full_like(C, -3.5)  # (61, 61) reference log-probs
+    L, _, _ = dpo_loss(C, R, ref, ref, beta=beta)  # (61, 61) the lab's own loss over the grid
     fig = figure(f"DPO loss over the two log-ratios (β = {beta:g})", "ℓ(y⁺) = log π/π_ref of chosen", "ℓ(y⁻) = log π/π_ref of rejected", height=420)
     fig.add_trace(go.Heatmap(x=grid.tolist(), y=grid.tolist(), z=L.tolist(), colorscale="Viridis", colorbar=dict(title="loss")))
     mark_point(fig, lc, lr_)
@@ -64,14 +63,13 @@ with shows_errors():
 
 st.subheader("The loss falls while the chosen probability falls")
 ref3, pol3 = EXR.INPUTS["reference"], EXR.INPUTS["policy"]
-before, _, _ = dpo_loss(math.log(ref3[0]), math.log(ref3[1]), math.log(ref3[0]), math.log(ref3[1]), beta=1.0)
-after, c_, r_ = dpo_loss(math.log(pol3[0]), math.log(pol3[1]), math.log(ref3[0]), math.log(ref3[1]), beta=1.0)
+margin3, before, after, _, _ = EXR.compute()  # the worked example's own lab calls (dpo_loss before and after)
 c1, c2 = st.columns([1, 1])
 fig = figure("Three outcomes, β = 1 (overview, DPO section)", "outcome", "probability", height=320)
 fig.add_trace(go.Bar(x=EXR.INPUTS["outcomes"], y=ref3, name="reference (= policy before)"))
 fig.add_trace(go.Bar(x=EXR.INPUTS["outcomes"], y=pol3, name="policy after"))
 fig.update_layout(barmode="group")
 c1.plotly_chart(fig, width="stretch", key="dpo_three")
-c2.metric("loss before → after", f"{float(before):.3f} → {float(after):.3f}")
+c2.metric("loss before → after", f"{before:.3f} → {after:.3f}")
 c2.metric("chosen probability before → after", f"{ref3[0]:.2f} → {pol3[0]:.2f}")
-c2.metric("margin", f"{float(c_ - r_):.4f}", help="log 1.5: the chosen response gained relative to the rejected one")
+c2.metric("margin", f"{margin3:.4f}", help="log 1.5: the chosen response gained relative to the rejected one")

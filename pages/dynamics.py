@@ -256,13 +256,13 @@ if show:
             if run.ratios[0] is not None and P.VARIANTS[name][0] == "ppo":
                 step = st.slider("PPO batch (step)", 0, T - 1, 0, key=f"dyn_ppo_step_{name}") if T > 1 else 0
                 r = run.ratios[step]  # (μ, B)
-                lo, hi = 1 - run.conventions.epsilon, 1 + (run.conventions.epsilon_high or run.conventions.epsilon)
+                lo, hi = run.conventions.clip_band
                 labels = [run.labels[int(i)] for i in (run.samples[step] if run.samples[step] is not None else range(r.shape[1]))]
-                lines, seen = [], set()
+                first = {}  # one line per distinct response: its first column
                 for j in range(r.shape[1]):
-                    if labels[j] not in seen:  # one line per distinct response
-                        seen.add(labels[j])
-                        lines.append(dict(type="scatter", x=list(range(r.shape[0])), y=r[:, j].tolist(), mode="lines+markers", name=labels[j]))
+                    first.setdefault(labels[j], j)
+                lines = [dict(type="scatter", x=list(range(r.shape[0])), y=r[:, j].tolist(), mode="lines+markers", name=name)
+                         for name, j in first.items()]
                 rf = _fig(f"ratios within the epochs of batch {step}", "epoch", "π_θ / π_old", lines,
                           shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=lo, y1=hi, fillcolor="seagreen", opacity=0.15, line_width=0)],
                           annotations=[dict(xref="paper", x=0.01, y=hi, text="clip band [1−ε, 1+ε]", showarrow=False, yanchor="bottom")])

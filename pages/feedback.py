@@ -2,10 +2,9 @@
 
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from lab.feedback import EXAMPLE_STEPS, is_online_measurable, label_trace
-from lab.grpo import group_advantages, process_advantages
+from lab.grpo import group_advantages, length_mask, process_advantages, step_end_positions, token_advantages
 from labui import example_button, example_note, figure, header, route_through_app, shows_errors
 from worked_examples import process_labels as EX
 
@@ -37,7 +36,12 @@ alt = [c2.text_input(f"response 2, step {i + 1}", key=f"fb_alt{i}") for i in ran
 alt_ans = c2.text_input("response 2, final answer", key="fb_alt_answer")
 hind = st.checkbox("process labels come from a reviewer who read the whole response (hindsight)", key="fb_hindsight")
 
+MAX_STEP_CHARS = 120  # a step is one line of arithmetic; the bound keeps every rerun fast
 with shows_errors():
+    for name, text in [(f"response 1, step {i + 1}", x) for i, x in enumerate(steps)] + [(f"response 2, step {i + 1}", x) for i, x in enumerate(alt)] + \
+            [("response 1, final answer", ans), ("response 2, final answer", alt_ans)]:
+        if len(text) > MAX_STEP_CHARS:
+            raise ValueError(f"{name}: at most {MAX_STEP_CHARS} characters on this page; got {len(text)}")
     out1, proc1 = label_trace("response-1", steps, ans, "19", reviewer_hindsight=hind)
     out2, proc2 = label_trace("response-2", alt, alt_ans, "19", reviewer_hindsight=hind)
     computed = [out1.value] + [p.value for p in proc1]
@@ -52,21 +56,13 @@ with shows_errors():
         table[f"at step {t}"] = ["yes" if is_online_measurable(lab, t) else "no" for lab in [out1] + proc1]
     st.dataframe(table, hide_index=True, width="stretch")
 
-    # token-level credit: words are tokens; outcome GRPO repeats one advantage, process GRPO sums later steps
-    words = [[w for s in st_ for w in s.split()] for st_ in (steps, alt)]
-    ends = []
-    for st_ in (steps, alt):
-        e, k = [], -1
-        for s in st_:
-            k += max(1, len(s.split()))
-            e.append(k)
-        ends.append(e)
-    T = max(len(w) for w in words)
+    # token-level credit: words are tokens (an empty step still takes one position, so every step has an end)
+    words = [[w for s in st_ for w in (s.split() or [""])] for st_ in (steps, alt)]
+    ends = [step_end_positions([len(s.split() or [""]) for s in st_]) for st_ in (steps, alt)]
+    T = max(e[-1] for e in ends) + 1
     outcome_adv = group_advantages([out1.value, out2.value], 2, eps=1e-4)
     proc_adv = process_advantages([[p.value for p in proc1], [p.value for p in proc2]], ends, length=T)
-    oc = torch.zeros(2, T)
-    for i in range(2):
-        oc[i, : len(words[i])] = float(outcome_adv[i])
+    oc = token_advantages(outcome_adv, length_mask([len(w) for w in words], max_length=T))  # (2, T) one advantage per response
     c1, c2 = st.columns(2)
     for col, z, title in ((c1, oc, "Outcome GRPO: one advantage per response"),
                           (c2, proc_adv, "Process GRPO: sum over this and later steps")):

@@ -27,7 +27,8 @@ Compute LLM post-training instead of only reading about it. Every number on thes
 the tested library in `lab/`, the same code the notebooks and the tests call. Change an input and
 watch the losses, probabilities and advantages move. Each page shows its formula, the tag of the
 definition in the reference (`definitions-and-worked-examples.txt`) and the paper it comes from, and
-has a button that loads the reference's worked example and puts the stated value beside the computed one.
+has a button that loads the reference's worked example and puts the stated value beside the computed one
+(where the reference gives a construction without numbers, the page says the numbers are the lab's own).
 
 {course_map}
 
@@ -35,7 +36,7 @@ has a button that loads the reference's worked example and puts the stated value
 
 **Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, DPO, GRPO; `--help` lists the knobs).
 
-**From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference.
+**From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference (and says where the lab supplied its own numbers).
 """.replace("{course_map}", course_map())
 )
 
@@ -43,8 +44,12 @@ has a button that loads the reference's worked example and puts the stated value
 @st.cache_data(show_spinner="recomputing the worked examples (one runs in the sandbox)…")
 def example_table() -> list[dict]:
     return [{"id": r["id"], "ftip": r["ftip"], "computed": ", ".join(f"{x:.4g}" for x in r["computed"]),
-             "stated": ", ".join(f"{x:.4g}" for x in r["expected"]), "ok": "yes" if r["ok"] else "MISMATCH"} for r in worked_examples.run_all()]
+             "expected": ", ".join(f"{x:.4g}" for x in r["expected"]), "expected values from": worked_examples.STATED_BY[r["kind"]],
+             "ok": "yes" if r["ok"] else "MISMATCH"} for r in worked_examples.run_all()]
 
 
-st.subheader("The reference's worked examples, recomputed by the library")
+st.subheader("Worked examples, recomputed by the library")
+st.caption("\"expected values from\": reference = an Example of the reference states them; lab's own illustration = the "
+           "reference gives the construction without numbers and the lab chose the inputs; definition + lab's inputs = a "
+           "Definition applied to inputs the lab chose.")
 st.dataframe(example_table(), hide_index=True, width="stretch")

@@ -1,12 +1,10 @@
 """PPO clipping and the KL-shaped reward [ftip-003D, ftip-003F, ftip-003I, ftip-003J]."""
 
-import math
-
 import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab.ppo import clipped_surrogate, kl_shaped_reward
+from lab.ppo import clipped_surrogate, clipping_effect, kl_shaped_reward_from_ratio
 from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import ppo_clip as EX
 from worked_examples import rlhf_shaped_reward as EXR
@@ -42,26 +40,29 @@ rho = c3.slider("ratio ρ = π_θ / π_old", 0.0, 2.5, step=0.05, key="ppo_rho")
 A = absA if sign == "positive" else -absA
 
 with shows_errors():
-    val = float(clipped_surrogate(rho, A, eps, eps_high))
+    now = clipping_effect(rho, A, eps, eps_high)
+    val = float(now.clipped)
     m1, m2, m3 = st.columns(3)
     m1.metric("clipped objective min(ρA, clip(ρ)A)", f"{val:.4f}")
-    m2.metric("unclipped ρA", f"{rho * A:.4f}")
-    m3.metric("incentive removed", f"{rho * A - val:.4f}")
+    m2.metric("unclipped ρA", f"{float(now.unclipped):.4f}")
+    m3.metric("incentive removed", f"{float(now.removed):.4f}")
     if st.session_state.get("ppo_example"):
-        cases = [float(clipped_surrogate(r_, a_, 0.2)) for a_, r_ in EX.INPUTS["cases"]]
+        ex = [clipping_effect(r_, a_, 0.2) for a_, r_ in EX.INPUTS["cases"]]
+        cases = [float(e.clipped) for e in ex]
         example_note("ppo_example", EX, cases)
-        st.caption("The three reference cases: " + "; ".join(f"A={a_:+g}, ρ={r_:g} → {c:g} (unclipped {r_ * a_:g})" for (a_, r_), c in zip(EX.INPUTS["cases"], cases)))
+        st.caption("The three reference cases: " + "; ".join(f"A={a_:+g}, ρ={r_:g} → {float(e.clipped):g} (unclipped {float(e.unclipped):g})"
+                                                               for (a_, r_), e in zip(EX.INPUTS["cases"], ex)))
     grid = torch.linspace(0, 2.5, 251, dtype=torch.float64)
-    clipped = clipped_surrogate(grid, A, eps, eps_high)
+    curve = clipping_effect(grid, A, eps, eps_high)  # (251,) unclipped, clipped and their gap along the ratio axis
     fig = figure(f"Objective against the ratio, A = {A:+g}", "ratio ρ  [dimensionless]", "objective  [advantage units]")
-    fig.add_vrect(x0=1 - eps, x1=1 + eps_high, fillcolor="lightgreen", opacity=0.2, line_width=0, annotation_text="trust band")
-    flat = (clipped - grid * A).abs() > 1e-12
+    fig.add_vrect(x0=1 - eps, x1=1 + eps_high, fillcolor="lightgreen", opacity=0.2, line_width=0, annotation_text="trust band")  # widget values
+    flat = curve.removed > 0  # the clip binds: the objective no longer follows ρA
     if A != 0 and bool(flat.any()):
         xs = grid[flat]
         fig.add_vrect(x0=float(xs.min()), x1=float(xs.max()), fillcolor="gray", opacity=0.15, line_width=0, annotation_text="flat: clipped",
                       annotation_position="bottom left")
-    fig.add_trace(go.Scatter(x=grid.tolist(), y=(grid * A).tolist(), name="unclipped ρA", line=dict(dash="dash")))
-    fig.add_trace(go.Scatter(x=grid.tolist(), y=clipped.tolist(), name="PPO min(ρA, clip(ρ)A)"))
+    fig.add_trace(go.Scatter(x=grid.tolist(), y=curve.unclipped.tolist(), name="unclipped ρA", line=dict(dash="dash")))
+    fig.add_trace(go.Scatter(x=grid.tolist(), y=curve.clipped.tolist(), name="PPO min(ρA, clip(ρ)A)"))
     for a_, r_ in EX.INPUTS["cases"]:
         if (a_ > 0) == (A > 0) and abs(abs(a_) - abs(A)) < 1e-9:
             fig.add_trace(go.Scatter(x=[r_], y=[float(clipped_surrogate(r_, a_, eps, eps_high))], mode="markers+text",
@@ -76,13 +77,11 @@ score = c1.number_input("reward-model score r_φ", -10.0, 10.0, step=0.1, key="k
 ratio = c2.number_input("π_θ(y|x) / π_ref(y|x)", 0.01, 100.0, step=0.1, key="kl_ratio")
 beta = c3.slider("β", 0.0, 1.0, step=0.01, key="kl_beta")
 with shows_errors():
-    # the ratio of probabilities: represent it as log π − log π_ref with π_ref chosen so both are probabilities
-    ref_p = min(1.0, 1.0 / ratio) * 0.5
-    shaped = float(kl_shaped_reward(score, math.log(ref_p * ratio), math.log(ref_p), beta))
+    shaped = float(kl_shaped_reward_from_ratio(score, ratio, beta))
     st.metric("shaped reward", f"{shaped:.4f}")
     example_note("kl_example", EXR, [shaped])
-    betas = torch.linspace(0.01, 1.0, 100)
-    ys = [float(kl_shaped_reward(score, math.log(ref_p * ratio), math.log(ref_p), float(b))) for b in betas]
+    betas = torch.linspace(0.01, 1.0, 100, dtype=torch.float64)
+    ys = [float(kl_shaped_reward_from_ratio(score, ratio, b)) for b in betas.tolist()]
     fig = figure("Shaped reward against β", "β", "shaped reward  [reward units]", height=300)
     fig.add_trace(go.Scatter(x=betas.tolist(), y=ys, name="R(β)"))
     mark_point(fig, beta, shaped)

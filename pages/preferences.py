@@ -1,13 +1,12 @@
 """Preferences and reward models [ftip-002J … ftip-002V]."""
 
-import math
-
 import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab.preference import Comparison, bradley_terry_probability, find_preference_cycle, fit_bradley_terry, reward_model_loss, to_observations
-from labui import example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
+from lab.preference import (Comparison, bradley_terry_probability, find_preference_cycle, fit_bradley_terry, majority_edges,
+                            reward_model_loss, to_observations)
+from labui import circle_layout, example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
 from worked_examples import bradley_terry as EX
 from worked_examples import preference_cycle as EXC
 
@@ -22,7 +21,7 @@ header(
     "invisible (scores are identified only up to a constant). A reward model is trained by maximising that "
     "probability on the observed choices.",
 )
-st.latex(r"\Pr(y^+\succ y^-)=\sigma\big(r(y^+)-r(y^-)\big),\qquad L_{\mathrm{rm}}=-\,\mathbb E\log\sigma\big(r(y^+)-r(y^-)\big)")
+st.latex(r"\Pr(y^+\succ y^-)=\sigma\big(r(y^+)-r(y^-)\big),\qquad L_{\mathrm{rm}}=-\frac{\sum_o w_o\log\sigma\big(r(y^+_o)-r(y^-_o)\big)}{\sum_o w_o}")
 
 for k, v in {"pref_rc": 2.0, "pref_rr": 0.5, "pref_offset": 0.0,
              "pref_table": "A > B\nB > C\nA > C\nA > B\nB = C\nC ? A", "pref_ties": "drop", "pref_abst": "drop", "pref_l2": 0.1}.items():
@@ -46,10 +45,10 @@ m1.metric("P(y⁺ ≻ y⁻)", f"{p:.4f}")
 m2.metric("P(y⁻ ≻ y⁺)", f"{q:.4f}")
 m3.metric("reward-model loss −log σ(Δ)", f"{float(reward_model_loss([rc + off], [rr + off])):.4f}")
 example_note("pref_example", EX, [p, q])
-d = torch.linspace(-8, 8, 161)
+d = torch.linspace(-8, 8, 161, dtype=torch.float64)
 fig = figure("Bradley–Terry link: probability against score difference", "Δ = r(y⁺) − r(y⁻)  [score units]", "P(y⁺ ≻ y⁻)")
-fig.add_trace(go.Scatter(x=d.tolist(), y=torch.sigmoid(d).tolist(), name="σ(Δ)"))
-mark_point(fig, rc - rr, p)
+fig.add_trace(go.Scatter(x=d.tolist(), y=bradley_terry_probability(d, 0.0).tolist(), name="σ(Δ)"))
+mark_point(fig, rc - rr, p)  # the current pair: x is the widgets' score difference
 st.plotly_chart(fig, width="stretch", key="pref_sigmoid")
 st.caption(f"Scores shown to the model: {rc + off:.2f} and {rr + off:.2f}. Move the offset: the scores change, the probability does not.")
 
@@ -61,9 +60,13 @@ ties = c2.selectbox("tie policy", ["raise", "drop", "split"], key="pref_ties")
 abst = c2.selectbox("abstention policy", ["raise", "drop"], key="pref_abst")
 l2 = c2.number_input("l2 prior strength (0 = pure maximum likelihood)", 0.0, 10.0, step=0.05, key="pref_l2")
 
-with shows_errors():
+MAX_ROWS, MAX_ITEMS = 200, 40  # bounds that keep a rerun under a second (tests/test_page_fuzz.py)
+with shows_errors(c1):
+    lines = table.splitlines()
+    if len(lines) > MAX_ROWS or len(table) > 40 * MAX_ROWS:
+        raise ValueError(f"comparisons: at most {MAX_ROWS} lines on this page; got {len(lines)}")
     comps = []
-    for n, line in enumerate(table.splitlines(), start=1):
+    for n, line in enumerate(lines, start=1):
         line = line.strip()
         if not line:
             continue
@@ -72,10 +75,15 @@ with shows_errors():
                 a, b = (s.strip() for s in line.split(sym, 1))
                 if not a or not b:
                     raise ValueError(f"comparisons line {n}: need an item on each side of {sym!r}")
+                if len(a) > 40 or len(b) > 40:
+                    raise ValueError(f"comparisons line {n}: item names of at most 40 characters")
                 comps.append(Comparison("x", a, b, "judge", outcome))
                 break
         else:
-            raise ValueError(f"comparisons line {n}: expected 'A > B', 'A = B', 'A ? B' or 'A ! B'; got {line!r}")
+            raise ValueError(f"comparisons line {n}: expected 'A > B', 'A = B', 'A ? B' or 'A ! B'; got {line[:60]!r}")
+    n_items = len({x for c in comps for x in (c.response_a, c.response_b)})
+    if n_items > MAX_ITEMS:
+        raise ValueError(f"comparisons: at most {MAX_ITEMS} distinct items on this page; got {n_items}")
     cycle = find_preference_cycle(comps)
     if cycle:
         st.warning(f"Preference cycle: {' ≻ '.join(map(str, cycle))} ≻ {cycle[0]}. No scalar score orders all of these strictly.")
@@ -84,26 +92,24 @@ with shows_errors():
     obs = to_observations(comps, ties=ties, abstentions=abst, invalid="drop")
     scores = fit_bradley_terry(obs, l2=l2)
     items = list(scores)
-    loss = reward_model_loss([scores[o.chosen] for o in obs], [scores[o.rejected] for o in obs])
-    st.metric("reward-model loss of the fitted scores on these observations", f"{float(loss):.4f}")
+    # a split tie is two half-weight observations: the loss weighs them as the fit does
+    loss = reward_model_loss([scores[o.chosen] for o in obs], [scores[o.rejected] for o in obs], weights=[o.weight for o in obs])
+    st.metric("reward-model loss of the fitted scores on these observations", f"{float(loss):.4f}",
+              help="weighted mean over observations; a split tie counts 0.5 each way, exactly as in the fit")
     g1, g2 = st.columns(2)
     fig = figure("Fitted Bradley–Terry scores (mean fixed at 0)", "item", "score")
     fig.add_trace(go.Bar(x=items, y=[scores[i] for i in items], text=[f"{scores[i]:.2f}" for i in items]))
     g1.plotly_chart(fig, width="stretch", key="pref_scores")
     # preference graph: items on a circle, an arrow from winner to loser for each majority edge
-    pos = {it: (math.cos(2 * math.pi * k / len(items)), math.sin(2 * math.pi * k / len(items))) for k, it in enumerate(items)}
+    pos = circle_layout(items)
     gfig = figure("Preference graph (arrow: majority winner → loser)", "", "", height=340)
     gfig.add_trace(go.Scatter(x=[pos[i][0] for i in items], y=[pos[i][1] for i in items], mode="markers+text", text=items,
                               textposition="top center", marker=dict(size=26, color="#1f77b4"), name="items"))
-    net = {}
-    for o in obs:
-        net[(o.chosen, o.rejected)] = net.get((o.chosen, o.rejected), 0) + o.weight
     on_cycle = set(zip(cycle, cycle[1:] + cycle[:1])) if cycle else set()
-    for (a, b), w in net.items():
-        if w > net.get((b, a), 0):
-            gfig.add_annotation(x=pos[b][0], y=pos[b][1], ax=pos[a][0], ay=pos[a][1], xref="x", yref="y", axref="x", ayref="y",
-                                showarrow=True, arrowhead=3, arrowwidth=2, standoff=14, startstandoff=14,
-                                arrowcolor="crimson" if (a, b) in on_cycle else "gray")
+    # one update with every arrow: add_annotation per edge re-validates the layout each time (~15 ms per arrow)
+    gfig.update_layout(annotations=[dict(x=pos[b][0], y=pos[b][1], ax=pos[a][0], ay=pos[a][1], xref="x", yref="y", axref="x", ayref="y",
+                                         showarrow=True, arrowhead=3, arrowwidth=2, standoff=14, startstandoff=14,
+                                         arrowcolor="crimson" if (a, b) in on_cycle else "gray") for a, b in majority_edges(obs)])
     gfig.update_xaxes(visible=False, range=[-1.6, 1.6])
     gfig.update_yaxes(visible=False, range=[-1.4, 1.5])
     g2.plotly_chart(gfig, width="stretch", key="pref_graph")

@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab.rl import discounted_returns, gae, td_residuals
+from lab.rl import advantage_from_baseline, discounted_returns, gae, td_residuals
 from labui import example_button, example_note, figure, header, mark_point, parse_floats, route_through_app, shows_errors
 from worked_examples import return_advantage as EX
 
@@ -38,7 +38,7 @@ with shows_errors():
     G = discounted_returns(r, gamma)
     delta = td_residuals(r, v, gamma)
     adv, lam_ret = gae(r, v, gamma, lam)
-    mc = G - torch.tensor(v, dtype=torch.float64)
+    mc = advantage_from_baseline(G, v)  # Monte Carlo advantage G_t − V(H_t), (N,)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("G₀", f"{float(G[0]):.4f}")
     m2.metric("Â₀ = G₀ − V(H₀)", f"{float(mc[0]):.4f}")
@@ -51,11 +51,11 @@ with shows_errors():
         fig.add_trace(go.Bar(x=steps, y=y.tolist(), name=name))
     fig.update_layout(barmode="group")
     st.plotly_chart(fig, width="stretch", key="ret_bars")
-    lams = torch.linspace(0, 1, 51)
-    sweep = torch.stack([gae(r, v, gamma, float(l))[0] for l in lams])  # (51, N)
+    lams = torch.linspace(0, 1, 51, dtype=torch.float64).tolist()
+    sweep = [gae(r, v, gamma, lam_)[0].tolist() for lam_ in lams]  # 51 lists of N advantages
     fig2 = figure("λ sweep: GAE advantage of each step", "λ", "Â_t  [reward units]")
     for t in range(min(len(r), 6)):
-        fig2.add_trace(go.Scatter(x=lams.tolist(), y=sweep[:, t].tolist(), name=f"Â_{t}"))
+        fig2.add_trace(go.Scatter(x=lams, y=[row[t] for row in sweep], name=f"Â_{t}"))
     mark_point(fig2, lam, float(adv[0]), name="current Â₀")
     st.plotly_chart(fig2, width="stretch", key="ret_sweep")
     st.caption("At λ = 1 every curve reaches G_t − V(H_t); at λ = 0 it is the one-step δ_t.")

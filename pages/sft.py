@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab._checks import check_probabilities
+from lab.kl import log_probabilities
 from lab.sft import loss_mask, sft_loss
 from labui.demo_data import SFT_EXAMPLE_1, SFT_EXAMPLE_2, SFT_P1, SFT_P2
 from labui import example_button, example_note, figure, header, parse_floats, route_through_app, shows_errors
@@ -40,7 +40,7 @@ p2 = c2.text_input("Example 2: probability of each next token  (SYS USER add 2 3
 examples = [EX1, EX2] if use2 else [EX1]
 computed = None
 with shows_errors():
-    probs = [parse_floats(p1, "Example 1 probabilities")] + ([parse_floats(p2, "Example 2 probabilities")] if use2 else [])
+    probs = [parse_floats(p1, "Example 1 probabilities")] + ([parse_floats(p2, "Example 2 probabilities")] if use2 else [])  # ≤ 64 each
     batch = loss_mask(examples, mode)
     T = batch.loss_mask.shape[1]
     for i, (p, ex) in enumerate(zip(probs, examples)):
@@ -49,9 +49,7 @@ with shows_errors():
             raise ValueError(f"Example {i + 1} probabilities: need {n} values (one per token), got {len(p)}")
     logp = torch.zeros(len(examples), T, dtype=torch.float64)
     for i, p in enumerate(probs):
-        pt = torch.tensor(p, dtype=torch.float64)
-        check_probabilities(pt, f"Example {i + 1} probabilities")
-        logp[i, : len(p)] = pt.log()
+        logp[i, : len(p)] = log_probabilities(p, f"Example {i + 1} probabilities")  # padding keeps 0 (masked out)
     losses = {n: float(sft_loss(logp, batch.loss_mask, n)) for n in ("token", "sequence", "sum")}
     computed = [losses["sum"], losses["token"]]
 
@@ -59,11 +57,11 @@ with shows_errors():
     m1.metric("Loss, token mean", f"{losses['token']:.4f}")
     m2.metric("Loss, sequence mean", f"{losses['sequence']:.4f}")
     m3.metric("Loss, sum", f"{losses['sum']:.4f}")
-    m4.metric("Supervised tokens N_resp", f"{int(batch.loss_mask.sum())}")
+    m4.metric("Supervised tokens N_resp", f"{sum(int(x) for row in batch.loss_mask.tolist() for x in row)}")
     example_note("sft_example", EX, computed)
 
     for i in range(len(examples)):
-        n = int(batch.attention_mask[i].sum())
+        n = sum(1 for role in batch.roles[i] if role != "pad")  # real tokens of example i
         toks = [str(t) for t in batch.tokens[i][:n]]
         nll = (-logp[i, :n]).tolist()
         counted = batch.loss_mask[i, :n].tolist()

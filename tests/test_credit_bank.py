@@ -383,3 +383,13 @@ def test_filters_partition_the_bank_in_any_order(perm):
     assert sorted(by_paper) == sorted(by_family) == sorted(BY_ID)
     k = qs[0]["paper"]
     assert [q["id"] for q in cb.filter_questions(qs, paper=k)] == [q["id"] for q in qs if q["paper"] == k]  # order kept
+
+
+def test_cycle_index_and_page_of():
+    from lab import credit_bank as cb
+
+    assert [cb.cycle_index(0, -1, 5), cb.cycle_index(4, 1, 5), cb.cycle_index(2, 1, 5)] == [4, 0, 3]
+    assert cb.page_of(list(range(25)), 20, 10) == [20, 21, 22, 23, 24]
+    for call, name in [(lambda: cb.cycle_index(0, 1, 0), "count"), (lambda: cb.page_of([1], 0, 0), "per_page")]:
+        with pytest.raises(ValueError, match=name):
+            call()

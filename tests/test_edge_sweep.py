@@ -38,6 +38,7 @@ import lab.rl
 import lab.sft
 from lab.preference import Comparison, Observation
 from lab.sft import Segment
+from tests.edge_sweep_page_functions import spec_page_functions
 
 MODULES = (lab.sft, lab.preference, lab.rl, lab.kl, lab.ppo, lab.dpo, lab.grpo)
 NAN, INF = float("nan"), float("inf")
@@ -81,7 +82,7 @@ def to_py(x):
     if isinstance(x, torch.Tensor):
         return x.detach().double().tolist()
     if isinstance(x, (tuple, list)):
-        return type(x)(to_py(v) for v in x) if isinstance(x, tuple) else [to_py(v) for v in x]
+        return tuple(to_py(v) for v in x) if isinstance(x, tuple) else [to_py(v) for v in x]  # NamedTuples → tuples
     if isinstance(x, dict):
         return {k: to_py(v) for k, v in x.items()}
     if isinstance(x, lab.grpo.DynamicSamplingResult):
@@ -1238,7 +1239,7 @@ def spec_grpo():
 
 
 SPECS = {"lab.sft": spec_sft, "lab.preference": spec_preference, "lab.rl": spec_rl, "lab.kl": spec_kl, "lab.ppo": spec_ppo,
-         "lab.dpo": spec_dpo, "lab.grpo": spec_grpo}
+         "lab.dpo": spec_dpo, "lab.grpo": spec_grpo, "lab.pages": lambda: spec_page_functions(Case, Raises)}
 
 
 def all_cases() -> list[Case]:

@@ -170,7 +170,10 @@ def test_grpo_page():
     at.button(key="load_grpo_example").click().run()
     assert metric(at, "clipped terms ℓᵢ (objective)") == "1.2000, -0.8000, -1.1000, 0.9000"
     assert metric(at, "group mean of the terms") == "0.0500"
-    example_ok(at)
+    # ftip-004N states no numbers: the page must call these the lab's own illustration, not the reference's values
+    notes = [s.value for s in at.success]
+    assert any("Lab's own illustration" in n and "states no numbers" in n for n in notes), notes
+    assert not any("reference states:" in n for n in notes)
     at.text_area(key="grpo_rewards").input("1, 1, 1, 1").run()
     at.selectbox(key="grpo_zero").select("raise").run()
     clean(at)
@@ -209,3 +212,111 @@ def test_agentic_page():
     acc1 = metric(at, "proposals accepted / rejected")
     at.slider(key="ag_z").set_value(4.5).run()
     assert metric(at, "proposals accepted / rejected") != acc1
+
+
+# ---------------------------------------------------------------- no math in pages (issue 10)
+import ast  # noqa: E402
+
+TORCH_CONSTRUCTORS = {"tensor", "as_tensor", "linspace", "logspace", "arange", "zeros", "ones", "full", "full_like", "zeros_like",
+                      "ones_like", "meshgrid", "Generator", "stack", "cat"}
+TENSOR_MATH = {"log", "exp", "sigmoid", "softmax", "log_softmax", "mean", "sum", "std", "var", "sqrt", "abs", "clamp", "pow",
+               "cumsum", "prod", "logsumexp", "tanh", "square", "matmul", "log1p", "expm1", "exp_", "log_", "mul", "div", "add", "sub"}
+
+
+def _bookkeeping(x: ast.AST) -> bool:
+    """Operands that make a binary operation list/string building or index arithmetic, not a formula:
+    list and string literals, comprehensions, slices, ``len(...)``, ``.tolist()``, ``.join(...)`` and integer offsets."""
+    if isinstance(x, (ast.List, ast.ListComp, ast.JoinedStr, ast.Tuple)):
+        return True
+    if isinstance(x, ast.Constant) and isinstance(x.value, (str, int)) and not isinstance(x.value, bool):
+        return True
+    if isinstance(x, ast.Subscript) and isinstance(x.slice, ast.Slice):
+        return True
+    if isinstance(x, ast.Call):
+        f = x.func
+        return (isinstance(f, ast.Name) and f.id == "len") or (isinstance(f, ast.Attribute) and f.attr in ("tolist", "join"))
+    if isinstance(x, ast.BinOp):
+        return _bookkeeping(x.left) or _bookkeeping(x.right)
+    return False
+
+
+def _math_in_page(path: Path) -> list[str]:
+    """Formula computations in a page: torch math calls, ``math.*`` calls, tensor math methods, and arithmetic
+    whose operand is a value that came from a ``lab`` call (formatting, layout and widget ranges are fine)."""
+    tree = ast.parse(path.read_text())
+    lab_names = set()  # names imported from lab.* (functions, classes)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "lab":
+            lab_names |= {a.asname or a.name for a in node.names}
+    derived: set[str] = set()
+
+    def mentions(expr, names) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+    changed = True
+    while changed:  # values computed from lab results are lab results too
+        changed = False
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if mentions(node.value, lab_names | derived):
+                    targets = list(node.targets if isinstance(node, ast.Assign) else [node.target])
+                    while targets:
+                        t = targets.pop()
+                        if isinstance(t, (ast.Tuple, ast.List)):
+                            targets += t.elts
+                        elif isinstance(t, ast.Starred):
+                            targets.append(t.value)
+                        elif isinstance(t, (ast.Subscript, ast.Attribute)):
+                            targets.append(t.value)  # x[i] = lab(...) makes x a lab result, not the index i
+                        elif isinstance(t, ast.Name) and t.id not in derived:
+                            derived.add(t.id)
+                            changed = True
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = node.func.value
+            if isinstance(base, ast.Name) and base.id == "torch" and node.func.attr not in TORCH_CONSTRUCTORS:
+                found.append(f"{where} torch.{node.func.attr}()")
+            elif isinstance(base, ast.Name) and base.id == "math":
+                found.append(f"{where} math.{node.func.attr}()")
+            elif node.func.attr in TENSOR_MATH and not (isinstance(base, ast.Name) and base.id in ("st", "np")):
+                found.append(f"{where} .{node.func.attr}()")
+        elif isinstance(node, ast.BinOp) and (mentions(node.left, derived) or mentions(node.right, derived)):
+            if not (_bookkeeping(node.left) or _bookkeeping(node.right)):
+                found.append(f"{where} {ast.unparse(node)}")
+    return found
+
+
+def test_pages_compute_no_formulas():
+    found = [f for p in sorted(PAGES.glob("*.py")) if p.name != "smallrun.py" for f in _math_in_page(p)]
+    assert not found, "formula computed in a page instead of a lab call:\n" + "\n".join(found)
+
+
+def test_the_no_math_check_catches_inline_formulas(tmp_path):
+    page = tmp_path / "bad.py"
+    page.write_text("import math\nimport torch\nfrom lab.rl import discounted_returns\n"
+                    "G = discounted_returns([1.0], 0.9)\nadv = G - 0.5\ny = torch.sigmoid(G)\nz = math.log(2)\nw = G.mean()\n")
+    found = _math_in_page(page)
+    assert len(found) == 4, found
+
+
+def test_preferences_page_weighs_split_ties_in_the_loss():
+    # issue 10: A ≻ B twice, B ≻ A once, one split tie → weighted loss 0.66156 (0.67433 if the tie counted whole)
+    at = run("preferences")
+    at.selectbox(key="pref_ties").select("split").run()
+    at.number_input(key="pref_l2").set_value(0.0).run()
+    at.text_area(key="pref_table").input("A > B\nA > B\nB > A\nA = B").run()
+    clean(at)
+    assert metric(at, "reward-model loss of the fitted scores on these observations") == "0.6616"
+
+
+def test_kl_page_objective_comes_from_the_library():
+    from lab.dpo import optimal_policy
+    from lab.kl import kl_regularized_objective
+
+    at = run("kl_optimal")
+    ref, r = [0.5, 0.3, 0.15, 0.05], [0, 1, 2, 3]
+    o = kl_regularized_objective(optimal_policy(ref, r, 1.0), ref, r, 1.0)
+    assert metric(at, "objective E[r] − β·KL") == f"{float(o.objective):.4f}"
+    assert metric(at, "E_π*[r]") == f"{float(o.expected_reward):.4f}"

@@ -1,8 +1,16 @@
 """Every worked example of the reference, recomputed by calling ``lab``.
 
-Each example is a module with ``ID``, ``FTIP``, ``SOURCE``, ``INPUTS`` (also used by the pages'
-"load the worked example" controls), ``EXPECTED`` (the reference's stated values), ``TOLERANCE``
-(how far the reference rounded), ``compute()`` → list of numbers and ``explain()`` → the steps.
+Each example is a module with ``ID``, ``FTIP``, ``SOURCE``, ``INPUTS`` (the inputs ``compute()`` really
+uses, also loaded by the pages' "load the worked example" controls), ``EXPECTED``, ``TOLERANCE`` (how far
+the stated values were rounded), ``compute()`` → list of numbers and ``explain()`` → the steps.
+
+``KIND`` says where ``EXPECTED`` comes from (default ``"example"``):
+
+- ``"example"``: an Example of the reference that states these numbers;
+- ``"illustration"``: the reference gives the construction but no numbers; ``EXPECTED`` are the lab's own
+  hand-computed values for inputs the lab chose (``NOTE`` says so);
+- ``"definition"``: a Definition (not an example) applied to inputs the lab chose; ``EXPECTED`` follow from
+  the definition and the constants it states.
 
 ``python -m worked_examples`` prints a table; ``--json`` prints the machine-readable list.
 """
@@ -46,14 +54,26 @@ def by_id(example_id: str) -> ModuleType:
     raise KeyError(f"no worked example with id {example_id!r}")
 
 
+KINDS = ("example", "illustration", "definition")
+STATED_BY = {"example": "reference", "illustration": "lab's own illustration", "definition": "definition + lab's inputs"}
+
+
+def kind(mod: ModuleType) -> str:
+    """``"example"``, ``"illustration"`` or ``"definition"``: who states the module's ``EXPECTED`` values."""
+    k = getattr(mod, "KIND", "example")
+    if k not in KINDS:
+        raise ValueError(f"{mod.__name__}.KIND must be one of {KINDS}; got {k!r}")
+    return k
+
+
 def check(mod: ModuleType) -> dict:
-    """Run one example: ``{"id", "ftip", "computed", "expected", "ok"}``."""
+    """Run one example: ``{"id", "ftip", "kind", "computed", "expected", "ok"}``."""
     computed = [float(x) for x in mod.compute()]
     expected = [float(x) for x in mod.EXPECTED]
     ok = len(computed) == len(expected) and all(
         math.isclose(c, e, rel_tol=0.0, abs_tol=mod.TOLERANCE) for c, e in zip(computed, expected)
     )
-    return {"id": mod.ID, "ftip": mod.FTIP, "computed": computed, "expected": expected, "ok": ok}
+    return {"id": mod.ID, "ftip": mod.FTIP, "kind": kind(mod), "computed": computed, "expected": expected, "ok": ok}
 
 
 def run_all() -> list[dict]:

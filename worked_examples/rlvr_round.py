@@ -5,6 +5,7 @@ from lab.rlvr import ExactAnswerVerifier
 
 ID = "rlvr-round"
 FTIP = "ftip-004M"
+NOTE = "the reference states the rewards' mean 2/3 and the credit; the question and the three responses are the lab's own"
 SOURCE = "definitions ftip-004M (Lambert et al. 2024, §6; Shao et al. 2024, §4.1.2)"
 INPUTS = {"prompt": "What is 7 + 5?", "answer": "12", "responses": ["7 + 5 = 12", "7 + 5 = 13", "The answer is 12"], "parser": "last_integer"}
 EXPECTED = [1 / 3, -2 / 3, 1 / 3]

@@ -10,7 +10,8 @@ ID = "sft-response-only"
 FTIP = "ftip-002H"
 SOURCE = "definitions ftip-002H; overview, 'Supervised fine-tuning from desired responses'"
 INPUTS = {
-    "segments": [("user", ["USER", "ping"]), ("assistant", ["ASSISTANT", "OK", "END"])],
+    # the overview's strip; the ASSISTANT role marker is a template token: context, not a target
+    "segments": [("user", ["USER", "ping", "ASSISTANT"]), ("assistant", ["OK", "END"])],
     # probability the model gives each token as the next token; only OK and END are supervised
     "probs": [1.0, 1.0, 1.0, 0.5, 0.25],
     "supervised": ["OK", "END"],
@@ -20,8 +21,7 @@ TOLERANCE = 1e-9
 
 
 def _batch():
-    # The ASSISTANT role marker is a template token: context, not a target.
-    ex = [Segment("user", ["USER", "ping", "ASSISTANT"]), Segment("assistant", ["OK", "END"])]
+    ex = [Segment(role, tokens) for role, tokens in INPUTS["segments"]]  # exactly the declared inputs
     batch = loss_mask([ex], mode="completion")
     logps = torch.log(torch.tensor([INPUTS["probs"]], dtype=torch.float64))  # (1, 5)
     return batch, logps

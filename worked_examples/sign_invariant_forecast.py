@@ -6,6 +6,8 @@ from lab.replay import forecast_checkpoint, rank_one_projectors
 
 ID = "sign-invariant-forecast"
 FTIP = "ftip-006B"
+NOTE = ("the reference states that the projectors do not change when (u, v) becomes (-u, -v); the vectors (seed 0) "
+        "are the lab's own and the expected 0 is that statement as a number")
 SOURCE = "definitions ftip-006B, ftip-0069 (Chen et al. 2026, §4, §5.1)"
 INPUTS = {"seed": 0, "shape": (6, 4)}
 EXPECTED = [0]
