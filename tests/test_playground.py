@@ -58,6 +58,13 @@ def test_rloo_equal_rewards_give_exactly_zero(value, k):
     assert a.abs().max().item() == 0.0  # exactly, not ~1e-17
 
 
+def test_rloo_int_and_bool_rewards_convert_at_the_boundary():
+    a = rloo_advantages(torch.tensor([True, False, False, True]), 2)
+    assert a.dtype == torch.float64 and a.tolist() == [1.0, -1.0, -1.0, 1.0]
+    assert rloo_advantages(torch.tensor([1, 0, 0, 0]), 4).dtype == torch.float64
+    assert rloo_advantages([1, 0, 0, 0], 4)[0].item() == 1.0
+
+
 def test_rloo_near_equal_rewards_stay_small_and_finite():
     for gap in (1e-15, 1e-12, 1e-8):
         a = rloo_advantages([0.1, 0.1 + gap, 0.1, 0.1], 4)
@@ -219,6 +226,9 @@ BANDIT = P.Bandit(rewards=[1.0, 0.0, 0.0])
         (dict(objective="grpo", exact=True, group_size=12), "group_size"),
         (dict(epochs=0), "epochs"),
         (dict(value_noise=-1.0), "value_noise"),
+        (dict(exact="yes"), "exact"),
+        (dict(objective="ppo", clip="no"), "clip"),
+        (dict(n=True), "n"),
     ],
 )
 def test_train_bad_input(kwargs, name):
