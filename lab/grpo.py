@@ -667,6 +667,8 @@ def rloo_advantages(rewards: TensorLike, group_size: int) -> torch.Tensor:
     r_i − (Σ_j r_j − r_i)/(k − 1) leaves rounding residue ~1e-17 for rewards such as 0.1).
     """
     r = _grouped(rewards, group_size)  # (G, k)
+    if not r.is_floating_point():  # int or bool tensors (pass/fail verifiers): convert at the boundary
+        r = r.to(torch.float64)
     diffs = r.unsqueeze(-1) - r.unsqueeze(-2)  # (G, k, k): r_i − r_j, zero on the diagonal
     return (diffs.sum(-1) / (group_size - 1)).flatten()
 

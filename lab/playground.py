@@ -310,6 +310,8 @@ def _conventions(objective: str, kw: dict) -> Conventions:
             raise ValueError(f"group_size must be >= 2 (a group needs a comparison); got {c.group_size}")
         if c.n % c.group_size:
             raise ValueError(f"n ({c.n}) must be a multiple of group_size ({c.group_size})")
+    if not isinstance(c.clip, bool):
+        raise ValueError(f"clip must be True or False; got {c.clip!r}")
     check_choice(c.baseline, "baseline", ("none", "mean", "value"))
     check_choice(c.advantage, "advantage", ("return", "gae"))
     check_choice(c.loss_type, "loss_type", ("grpo", "bnpo", "dr_grpo", "dapo"))
@@ -441,6 +443,8 @@ def train(
     lr = check_nonnegative(lr, "lr")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed must be an integer; got {seed!r}")
+    if not isinstance(exact, bool):
+        raise ValueError(f"exact must be True or False; got {exact!r}")
     c = _conventions(objective, conventions)
     sp = build_space(policy)
     if objective == "dpo" and (sp.chosen is None or sp.rejected is None):

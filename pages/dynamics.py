@@ -20,7 +20,7 @@ header(
 )
 
 DEFAULTS = dict(policy="bandit", rewards="1, 0.5, 0", init="0.2, 0.3, 0.5", chosen=0, rejected=1, task="count", vocab=2, length=3,
-                variants=["REINFORCE", "PPO (clipped)", "GRPO"], exact=False, steps=100, lr=0.5, seed=0, beta=0.1, epochs=4,
+                variants=["REINFORCE", "REINFORCE + baseline", "RLOO"], exact=False, steps=100, lr=0.5, seed=0, beta=0.1, epochs=4,
                 epsilon=0.2, n=16, group_size=4, advantage="return", lam=1.0, value_noise=0.0, preset="")
 POLICIES = ["bandit", "sequence", "dpo3"]
 POLICY_NAMES = {"bandit": "K-armed softmax bandit", "sequence": "tabular sequence policy", "dpo3": "three-outcome DPO policy (overview)"}

@@ -44,7 +44,7 @@ def test_default_page_matches_train():
     run = P.train(P.Bandit(rewards=[1, 0.5, 0], init_probs=[0.2, 0.3, 0.5]), "reinforce", 100, 0.5, seed=0, n=16, baseline="none")
     assert metric(at, "E[r] at end") == f"{float(run.expected_reward[-1]):.3f}"
     assert metric(at, "KL(π‖π_ref) at end") == f"{float(run.kl[-1]):.4f}"
-    assert at.query_params["policy"] == "bandit" and at.query_params["variants"] == "REINFORCE|PPO (clipped)|GRPO"
+    assert at.query_params["policy"] == "bandit" and at.query_params["variants"] == "REINFORCE|REINFORCE + baseline|RLOO"
 
 
 def _expected_answer(key: str):

@@ -58,6 +58,13 @@ def test_rloo_equal_rewards_give_exactly_zero(value, k):
     assert a.abs().max().item() == 0.0  # exactly, not ~1e-17
 
 
+def test_rloo_int_and_bool_rewards_convert_at_the_boundary():
+    a = rloo_advantages(torch.tensor([True, False, False, True]), 2)
+    assert a.dtype == torch.float64 and a.tolist() == [1.0, -1.0, -1.0, 1.0]
+    assert rloo_advantages(torch.tensor([1, 0, 0, 0]), 4).dtype == torch.float64
+    assert rloo_advantages([1, 0, 0, 0], 4)[0].item() == 1.0
+
+
 def test_rloo_near_equal_rewards_stay_small_and_finite():
     for gap in (1e-15, 1e-12, 1e-8):
         a = rloo_advantages([0.1, 0.1 + gap, 0.1, 0.1], 4)
@@ -219,6 +226,9 @@ BANDIT = P.Bandit(rewards=[1.0, 0.0, 0.0])
         (dict(objective="grpo", exact=True, group_size=12), "group_size"),
         (dict(epochs=0), "epochs"),
         (dict(value_noise=-1.0), "value_noise"),
+        (dict(exact="yes"), "exact"),
+        (dict(objective="ppo", clip="no"), "clip"),
+        (dict(n=True), "n"),
     ],
 )
 def test_train_bad_input(kwargs, name):
@@ -289,14 +299,14 @@ def test_phenomenon_kl_regularized_sequence_policy_converges():
     assert P.total_variation(run.probs[-1], optimal_policy(run.ref_probs, run.rewards, 1.0)) < 1e-3
 
 
-@pytest.mark.parametrize("exact", [True, False])
-def test_phenomenon_ppo_trust_region(exact):
+@pytest.mark.parametrize("exact,seed", [(True, 0)] + [(False, s) for s in range(5)])
+def test_phenomenon_ppo_trust_region(exact, seed):
     # two actions: once the rewarded one passes 1 + ε the other is past 1 − ε too, every term is clipped,
     # the gradient is exactly zero and the ratio freezes
     b = P.Bandit(rewards=[1.0, 0.0])
     eps = 0.2
-    clipped = P.train(b, "ppo", 1, 0.5, exact=exact, epochs=12, clip=True, epsilon=eps, baseline="mean", n=16)
-    free = P.train(b, "ppo", 1, 0.5, exact=exact, epochs=12, clip=False, baseline="mean", n=16)
+    clipped = P.train(b, "ppo", 1, 0.5, seed=seed, exact=exact, epochs=12, clip=True, epsilon=eps, baseline="mean", n=16)
+    free = P.train(b, "ppo", 1, 0.5, seed=seed, exact=exact, epochs=12, clip=False, baseline="mean", n=16)
     col = 0 if exact else int((clipped.samples[0] == 0).nonzero()[0])  # a sample of the rewarded action: A > 0
     rc, rf = clipped.ratios[0][:, col], free.ratios[0][:, col]
     first_out = int((rc > 1 + eps).nonzero()[0])  # the first epoch whose ratio is past 1 + ε
