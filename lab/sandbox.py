@@ -174,16 +174,19 @@ def _dec(v, depth=0):
         return str(p)
     if tag == "y" and type(p) is str:
         return bytes.fromhex(p)
-    if tag in ("l", "t", "S", "F") and type(p) is list:
-        items = [_dec(x, depth + 1) for x in p]
-        return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
-    if tag == "d" and type(p) is list:
-        out = {}
-        for kv in p:
-            if type(kv) is not list or len(kv) != 2:
-                raise ValueError("malformed value on the wire")
-            out[_dec(kv[0], depth + 1)] = _dec(kv[1], depth + 1)
-        return out
+    try:
+        if tag in ("l", "t", "S", "F") and type(p) is list:
+            items = [_dec(x, depth + 1) for x in p]
+            return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+        if tag == "d" and type(p) is list:
+            out = {}
+            for kv in p:
+                if type(kv) is not list or len(kv) != 2:
+                    raise ValueError("malformed value on the wire")
+                out[_dec(kv[0], depth + 1)] = _dec(kv[1], depth + 1)
+            return out
+    except TypeError:  # an unhashable key or set member
+        raise ValueError("malformed value on the wire: unhashable key or member") from None
     raise ValueError("malformed value on the wire")
 
 def _send(fd, obj):
@@ -420,7 +423,7 @@ def _python() -> tuple[str, list[str]]:
     return exe, needs
 
 
-def _bwrap_argv(root: str, privileged: bool) -> list[str]:
+def _bwrap_argv(root: str, privileged: bool, tmp_mb: int = 64) -> list[str]:
     """The bwrap command line for one call: namespaces, a filesystem built from nothing, one writable dir."""
     exe, needs = _python()
     a = [shutil.which("bwrap") or "/usr/bin/bwrap"]
@@ -432,7 +435,7 @@ def _bwrap_argv(root: str, privileged: bool) -> list[str]:
     a += ["--die-with-parent", "--new-session", "--hostname", "sandbox",
           "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", root,
           "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0",
-          "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+          "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp"]
     made = {"/", "/proc", "/dev", "/tmp"}
 
     def parents(dest: str) -> list[str]:
@@ -842,7 +845,8 @@ class Sandbox:
             status = "ok" if verified else "error"
         summary = {"verified": verified, "record": why, "harness": HARNESS_VERSION,
                    "passed": record.get("passed") if ok_record else None, "failed": record.get("failed") if ok_record else None,
-                   "results": record.get("tests") if ok_record else None}
+                   "results": record.get("tests") if ok_record else None,
+                   "harness_dumpable": record.get("harness_dumpable") if ok_record else None}
         evidence = {
             "sandbox": self.describe(),
             "command": f"{self.isolation}: harness {filename} against {module}.py",
