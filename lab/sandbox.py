@@ -164,16 +164,19 @@ def _dec(v, depth=0):
     if len(v) != 2:
         raise ValueError("malformed value on the wire")
     p = v[1]
-    if tag == "b" and type(p) is bool:
-        return bool(p)
-    if tag == "i" and type(p) is str and len(p) <= 4000:
-        return int(p)
-    if tag == "f" and type(p) is str:
-        return float.fromhex(p)
-    if tag == "s" and type(p) is str:
-        return str(p)
-    if tag == "y" and type(p) is str:
-        return bytes.fromhex(p)
+    try:
+        if tag == "b" and type(p) is bool:
+            return bool(p)
+        if tag == "i" and type(p) is str and len(p) <= 4000:
+            return int(p)
+        if tag == "f" and type(p) is str:
+            return float.fromhex(p)
+        if tag == "s" and type(p) is str:
+            return str(p)
+        if tag == "y" and type(p) is str:
+            return bytes.fromhex(p)
+    except (ValueError, OverflowError):
+        raise ValueError("malformed value on the wire") from None
     try:
         if tag in ("l", "t", "S", "F") and type(p) is list:
             items = [_dec(x, depth + 1) for x in p]

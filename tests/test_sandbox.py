@@ -605,6 +605,20 @@ def test_wire_edges():
 
     with pytest.raises(TypeError, match="Sneaky"):
         _enc(Sneaky(3))
-    for junk in (["i", "1" * 5000], ["b", 1], ["x", 1], [], "s", ["d", [[["s", "a"]]]], ["N", 1]):
+    for junk in (["i", "1" * 5000], ["i", "x"], ["f", "0x1p99999"], ["y", "z"], ["b", 1], ["x", 1], [], "s",
+                 ["d", [[["s", "a"]]]], ["d", [[["l", []], ["N"]]]], ["S", [["l", []]]], ["N", 1]):
         with pytest.raises(ValueError):
             _dec(junk)
+
+
+def test_agentic_page_without_bwrap_shows_the_message_not_a_traceback(monkeypatch):
+    """The page's two sandbox buttons on a machine without bwrap (simulated by the probe's cached answer)."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setitem(sbmod._PROBE, os.geteuid(), (False, "the bwrap command is not installed"))
+    at = AppTest.from_file(str(PROJECT / "pages" / "agentic.py"), default_timeout=60).run()
+    for key in ("ag_run_trace", "ag_run_rounds"):
+        at.button(key=key).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("bubblewrap" in e.value for e in at.error)
+    assert len(at.dataframe) == 0 or all("round" not in str(d.value.columns) for d in at.dataframe)
