@@ -483,7 +483,9 @@ def bwrap_status() -> tuple[bool, str]:
         try:
             if uid == 0:
                 os.chown(d, NOBODY, NOBODY)
-            cmd = _bwrap_argv(d, uid == 0) + ["--", _python()[0], "-I", "-S", "-c", "import os; os.listdir('.')"]
+            # the real start-up path: drop to nobody (as root), then import from the bound installation
+            cfg = {"drop_to": NOBODY if uid == 0 else None, "rlimits": {}, "root": d}
+            cmd = _bwrap_argv(d, uid == 0) + ["--", _python()[0], "-I", "-B", "-c", _BOOT + "import encodings, threading; os.listdir('.')", json.dumps(cfg)]
             r = subprocess.run(cmd, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
             ok = r.returncode == 0
             why = "bwrap works" if ok else f"bwrap failed (exit {r.returncode}): {r.stderr.decode('utf-8', 'replace').strip()[:500]}"
