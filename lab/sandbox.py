@@ -418,11 +418,18 @@ def tests_verified(result: SandboxResult) -> bool:
 
 
 def _python() -> tuple[str, list[str]]:
-    """The real interpreter (a venv's python is a symlink) and the directories it needs, read-only."""
+    """The real interpreter (a venv's python is a symlink) and what it needs, bound read-only: its own
+    installation prefix (e.g. ~/.pyenv/versions/3.11.7), or for a system Python (prefix /usr or
+    /usr/local) only the executable and the standard library, not the whole of /usr."""
+    import sysconfig
+
     exe = os.path.realpath(sys.executable)
-    needs = [os.path.realpath(sys.base_prefix)]
-    if not exe.startswith(needs[0] + os.sep):
-        needs.append(exe)
+    prefix = os.path.realpath(sys.base_prefix)
+    if prefix in ("/", "/usr", "/usr/local"):
+        paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix, "installed_base": prefix})
+        needs = [exe, *sorted({os.path.realpath(paths["stdlib"]), os.path.realpath(paths["platstdlib"])})]
+    else:
+        needs = [prefix] + ([] if exe.startswith(prefix + os.sep) else [exe])
     return exe, needs
 
 
@@ -434,7 +441,7 @@ def _bwrap_argv(root: str, privileged: bool, tmp_mb: int = 64) -> list[str]:
         a += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
               "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
-        a += ["--unshare-all", "--disable-userns"]
+        a += ["--unshare-all", "--unshare-user", "--disable-userns"]
     a += ["--die-with-parent", "--new-session", "--hostname", "sandbox",
           "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", root,
           "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0",

@@ -622,3 +622,60 @@ def test_agentic_page_without_bwrap_shows_the_message_not_a_traceback(monkeypatc
         assert not at.exception, [e.value for e in at.exception]
         assert any("bubblewrap" in e.value for e in at.error)
     assert len(at.dataframe) == 0 or all("round" not in str(d.value.columns) for d in at.dataframe)
+
+
+SYSTEM_PY = "/usr/bin/python3"
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(SYSTEM_PY) or not os.path.exists("/usr/bin/setpriv"),
+                    reason="needs root, setpriv and a system python3 to act as an unprivileged lab")
+def test_unprivileged_lab_uses_a_user_namespace():
+    """The lab run by an ordinary user (here nobody, with the system Python; lab.sandbox is stdlib-only):
+    bwrap makes a user namespace, RLIMIT_NPROC counts, and the attacks are contained the same way."""
+    import tempfile
+
+    shared = tempfile.mkdtemp(prefix="lab-unpriv-")
+    os.chmod(shared, 0o777)
+    mark = uuid.uuid4().hex
+    target = os.path.join(shared, "escape.txt")
+    attack_code = DISARM + f'''
+try:
+    open({target!r}, "w").write("x"); print("WROTE")
+except OSError as e:
+    print("no write", type(e).__name__)
+n = 0
+for i in range(100):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.setsid()
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)  # {mark}"])
+    n += 1
+print("forked", n)
+'''
+    driver = f'''
+import json, sys
+sys.path.insert(0, {str(PROJECT)!r})
+from lab.sandbox import Sandbox
+with Sandbox(timeout_s=5, max_processes=8) as sb:
+    r = sb.run_python({attack_code!r})
+    sb._write("solution.py", "def f(x):\\n    return x * x\\n")
+    t = sb.run_tests("from solution import f\\nassert type(f(3)) is int and f(3) == 9\\n")
+    print(json.dumps({{"user": sb.describe()["user"], "status": r.status, "out": r.stdout, "verified": t.evidence["tests"]["verified"]}}))
+'''
+    try:
+        p = subprocess.run(["/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", SYSTEM_PY, "-I", "-c", driver],
+                           env={"PATH": "/usr/bin:/bin", "HOME": shared}, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        assert res["user"] == "uid 65534 in a user namespace" and res["verified"] is True
+        assert "GUARD-OFF" in res["out"] and "WROTE" not in res["out"] and int(res["out"].split("forked")[1]) < 32  # 8 + the uid's other tasks (other sandboxes run as nobody too)
+        time.sleep(0.3)
+        assert _alive_with(mark) == [] and not os.path.exists(target)
+    finally:
+        import shutil
+
+        shutil.rmtree(shared, ignore_errors=True)
