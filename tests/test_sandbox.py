@@ -48,10 +48,17 @@ print("GUARD-OFF", flush=True)
 
 
 def attack(code: str, **kw) -> "sbmod.SandboxResult":
+    """Run ``code`` with the hook off; afterwards nothing started by the call may be alive."""
     kw.setdefault("timeout_s", 5)
     with Sandbox(**kw) as sb:
         r = sb.run_python(DISARM + code)
+        root = str(sb.root)  # in the command line of bwrap and of every process in the sandbox
     assert "GUARD-OFF" in r.stdout, r.stderr  # the hook really was off: the OS layer did the containing
+    for _ in range(20):  # SIGKILLed processes may take a moment to be reaped
+        if not _alive_with(root):
+            break
+        time.sleep(0.05)
+    assert _alive_with(root) == [], "a process from the sandbox outlived the call"
     return r
 
 
@@ -199,6 +206,22 @@ def _alive_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return pids
+
+
+@needs_bwrap
+def test_the_liveness_check_sees_a_running_sandbox():
+    """Positive control for ``_alive_with(root)``: while a call runs, its processes are found."""
+    with Sandbox(timeout_s=5) as sb:
+        root, seen = str(sb.root), []
+        th = threading.Thread(target=lambda: sb.run_python(DISARM + "import time\nif os.fork() == 0:\n    os.setsid()\ntime.sleep(1.5)\n"))
+        th.start()
+        for _ in range(40):
+            time.sleep(0.05)
+            seen = _alive_with(root)
+            if len(seen) >= 4:  # bwrap, its init, the action, the forked child
+                break
+        th.join()
+    assert len(seen) >= 4, seen
 
 
 @needs_bwrap
