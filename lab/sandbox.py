@@ -558,7 +558,7 @@ class Sandbox:
     """
 
     def __init__(self, timeout_s: float = 5.0, memory_mb: int = 512, max_output_bytes: int = 20_000, isolation: str = "bwrap",
-                 cpu_s: float | None = None, max_processes: int = 64, max_file_mb: int = 16) -> None:
+                 cpu_s: int | None = None, max_processes: int = 64, max_file_mb: int = 16) -> None:
         self.timeout_s = _check_number(timeout_s, "timeout_s", 1e-3)
         self.memory_mb = _check_number(memory_mb, "memory_mb", 64, integer=True)
         self.max_output_bytes = _check_number(max_output_bytes, "max_output_bytes", 1, integer=True)
@@ -596,7 +596,7 @@ class Sandbox:
             "max_processes": self.max_processes,
             "max_file_mb": self.max_file_mb,
             "max_output_bytes": self.max_output_bytes,
-            "network": "none (empty network namespace) + audit hook" if bw else "audit hook only (bypassable)",
+            "network": "its own loopback only (new network namespace) + audit hook" if bw else "audit hook only (bypassable)",
             "writes": "sandbox-directory-only" if bw else "sandbox-directory-only (audit hook; bypassable)",
             "process_tree": "ends with the call (PID namespace)" if bw else "process group killed (a new session escapes)",
             "python": sys.version.split()[0],
@@ -710,8 +710,13 @@ class Sandbox:
         try:
             proc = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, pass_fds=pass_fds, start_new_session=True)
+        except BaseException:
+            for fd in (feed_w, rec_r):
+                if fd is not None:
+                    os.close(fd)
+            raise
         finally:
-            for fd in close_after:
+            for fd in close_after:  # the child's ends: only the child holds them now
                 os.close(fd)
         feeder = None
         if feed_w is not None:
@@ -736,8 +741,8 @@ class Sandbox:
         exited_at = None
         while open_fds:
             now = time.perf_counter()
-            if now >= deadline:
-                timed_out = proc.poll() is None or exited_at is None or bool(open_fds - {rec_r})
+            if now >= deadline:  # still running, or something still holds its output open
+                timed_out = True
                 break
             if proc.poll() is not None:
                 exited_at = exited_at or now
