@@ -702,3 +702,48 @@ with Sandbox(timeout_s=5, max_processes=8) as sb:
         import shutil
 
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def _result(status, tests=None):
+    ev = {"sandbox": {}, "status": status}
+    if tests is not None:
+        ev["tests"] = tests
+    return sbmod.SandboxResult(status, 0 if status == "ok" else 1, "3 passed", "", 0.1, 8, ev)
+
+
+def test_tests_verified_reads_only_the_record():
+    assert sbmod.tests_verified(_result("ok", {"verified": True}))
+    for r in (_result("ok"), _result("ok", {"verified": False}), _result("ok", {"verified": 1}), _result("error", {"verified": True}),
+              _result("timeout", {"verified": True}), _result("ok", "verified")):
+        assert not sbmod.tests_verified(r)  # stdout says "3 passed" in every one of them
+
+
+@needs_bwrap
+@settings(max_examples=12, deadline=None)
+@given(st.binary(max_size=3000), st.integers(1, 2000))
+def test_stdout_bytes_arrive_exactly_up_to_the_cap(data, cap):
+    with Sandbox(timeout_s=10, max_output_bytes=cap) as sb:
+        sb._write("payload.bin", data.hex())
+        r = sb.run_python("import sys\nsys.stdout.buffer.write(bytes.fromhex(open('payload.bin').read()))\n")
+    assert r.status == "ok" and r.output_bytes == len(data)
+    assert r.stdout == data[:cap].decode("utf-8", "replace")
+
+
+@needs_bwrap
+@pytest.mark.parametrize("timeout", [0.001, 0.05])
+def test_tiny_timeouts_end_at_once(timeout):
+    t0 = time.perf_counter()
+    with Sandbox(timeout_s=timeout) as sb:
+        r = sb.run_python("import time\ntime.sleep(10)\n")
+    assert r.status == "timeout" and time.perf_counter() - t0 < 2.0
+
+
+@needs_bwrap
+@pytest.mark.parametrize("memory_mb", [64, 80, 128])
+def test_small_memory_limits_fail_cleanly(memory_mb):
+    """Near the interpreter's own needs: the action either runs or reports ``memory``/``error``, never hangs."""
+    with Sandbox(timeout_s=5, memory_mb=memory_mb) as sb:
+        r = sb.run_python("print('hi')\nx = bytearray(40 << 20)\nprint(len(x))\n")
+    assert r.status in ("ok", "memory", "error", "killed") and r.seconds < 5
+    if r.status == "ok":
+        assert r.stdout == f"hi\n{40 << 20}\n"
