@@ -24,6 +24,18 @@ setup() {
     "$VENV/bin/python" -m pip install -q -e ".[test]"
     touch "$stamp"
   fi
+  ensure_bubblewrap
+}
+
+ensure_bubblewrap() {
+  # The agentic sandbox and the unit-test verifier run code under bubblewrap (namespaces); without it they refuse.
+  if command -v bwrap >/dev/null 2>&1; then return; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing bubblewrap for the code sandbox..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "note: bwrap not found; the code sandbox will refuse to run (apt-get install bubblewrap)" >&2
+  fi
 }
 
 ensure_chromium() {

@@ -14,24 +14,17 @@ were in force, because a sandbox's semantics are part of the trajectory law (fti
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 import json
 import math
 import numbers
 import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-SANDBOX_VERSION = "lab-sandbox/1"
 SERIALIZER_VERSION = "lab-xml-action/2"  # 2: optional ReAct thought before the tag; any valid tool name
 
 # ----------------------------------------------------------------------------- serializer (ftip-004P)
@@ -162,248 +155,8 @@ class ActionSerializer:
 
 # ----------------------------------------------------------------------------- sandbox (ftip-004S)
 
-# Runs inside the child before the action: an audit hook that refuses network use, process creation
-# and any write outside the sandbox directory. It cannot be removed from Python code once installed.
-_GUARD = r'''
-import os, sys
-_ROOT = os.path.realpath(os.getcwd())
-sys.path.insert(0, _ROOT)  # -I drops the script directory; the episode's own files must import
-def _inside(p):
-    try:
-        p = os.fsdecode(p)
-    except Exception:
-        return False
-    return os.path.realpath(os.path.join(_ROOT, p)).startswith(_ROOT + os.sep)
-_WRITE_EVENTS = {"os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.symlink", "os.link", "os.chmod",
-                 "os.chown", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile"}
-_DENY = {"socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo", "socket.gethostbyname",
-         "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-         "pty.spawn", "ctypes.dlopen", "os.kill", "os.killpg", "os.chdir", "os.chroot"}
-def _hook(event, args):
-    if event in _DENY:
-        raise PermissionError(f"sandbox: {event} is not allowed")
-    if event == "open":
-        path, mode, flags = args
-        if isinstance(path, int):
-            return
-        writing = (mode is not None and any(c in str(mode) for c in "wax+")) or (flags is not None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
-        if writing and not _inside(path):
-            raise PermissionError(f"sandbox: writing {path!r} outside the sandbox directory is not allowed")
-    elif event in _WRITE_EVENTS:
-        for p in args[:2]:
-            if isinstance(p, (str, bytes, os.PathLike)) and not _inside(p):
-                raise PermissionError(f"sandbox: {event} on {p!r} outside the sandbox directory is not allowed")
-sys.addaudithook(_hook)
-del _hook
-_src = open(sys.argv[1]).read()
-sys.argv = sys.argv[1:]
-exec(compile(_src, sys.argv[0], "exec"), {"__name__": "__main__"})
-'''
-
-
-def _netns_available() -> bool:
-    if sys.platform != "linux" or shutil.which("unshare") is None:
-        return False
-    try:
-        r = subprocess.run(["unshare", "--net", "--map-root-user", "true"], capture_output=True, timeout=10)
-        return r.returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-_NETNS: bool | None = None
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    """What one executed action returns: observation, evidence record and cost [ftip-004S].
-
-    ``status``: ``"ok"`` (exit 0), ``"error"`` (non-zero exit), ``"timeout"`` (killed at the wall-clock
-    limit), ``"memory"`` (hit the memory limit), ``"killed"`` (ended by a signal), ``"denied"``
-    (a sandbox rule refused an operation), ``"malformed"`` (the action never ran).
-    """
-
-    status: str
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    output_bytes: int
-    evidence: dict
-
-    @property
-    def observation(self) -> str:
-        """The text appended to the agent's context."""
-        if self.status == "malformed":
-            return f"malformed action: {self.stderr}"
-        head = f"[{self.status}, exit {self.exit_code}]"
-        out = (self.stdout + ("\n" + self.stderr if self.stderr else "")).strip()
-        return f"{head}\n{out}" if out else head
-
-    @property
-    def cost(self) -> tuple[float, float]:
-        """Cost increment (seconds, bytes of output)."""
-        return (self.seconds, float(self.output_bytes))
-
-
-class Sandbox:
-    """A real, restricted executor for Python actions [ftip-004S, ftip-004T].
-
-    ``reset()`` makes a fresh temporary directory (the episode's state); ``execute(action)`` runs one
-    action as a child process of ``sys.executable -I -B`` there. Restrictions, all recorded in each
-    evidence record:
-
-    - wall clock: ``timeout_s``; the whole process group is killed when it expires;
-    - memory: ``RLIMIT_AS = memory_mb`` (a bomb gets ``MemoryError`` or is killed); file size and
-      process count limited too;
-    - network: a fresh network namespace (``unshare --net``) when the OS allows it, and in every case an
-      audit hook refusing sockets, subprocesses and ``ctypes``;
-    - filesystem: writes only inside the sandbox directory (audit hook); environment emptied.
-
-    Tools: ``write`` (argument ``PATH\\nCONTENT``: write a file inside the directory), ``python``
-    (argument: a script), ``run_tests`` (argument: a test file to run, default ``test_solution.py``),
-    ``finish`` (no execution: ends the episode).
-    """
-
-    def __init__(self, timeout_s: float = 5.0, memory_mb: int = 512, max_output_bytes: int = 20_000, network_namespace: bool | None = None) -> None:
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0; got {timeout_s}")
-        if memory_mb < 64:
-            raise ValueError(f"memory_mb must be >= 64 (the interpreter itself needs memory); got {memory_mb}")
-        global _NETNS
-        if network_namespace is None:
-            if _NETNS is None:
-                _NETNS = _netns_available()
-            network_namespace = _NETNS
-        self.timeout_s = float(timeout_s)
-        self.memory_mb = int(memory_mb)
-        self.max_output_bytes = int(max_output_bytes)
-        self.network_namespace = bool(network_namespace)
-        self.root: Path | None = None
-
-    def describe(self) -> dict:
-        return {
-            "version": SANDBOX_VERSION,
-            "timeout_s": self.timeout_s,
-            "memory_mb": self.memory_mb,
-            "network": "netns+audit-hook" if self.network_namespace else "audit-hook",
-            "writes": "sandbox-directory-only",
-            "python": sys.version.split()[0],
-        }
-
-    def reset(self, files: dict[str, str] | None = None) -> Path:
-        """Start an episode in a fresh temporary directory, optionally with initial files."""
-        self.close()
-        self.root = Path(tempfile.mkdtemp(prefix="lab-sandbox-"))
-        for name, content in (files or {}).items():
-            self._write(name, content)
-        return self.root
-
-    def close(self) -> None:
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-            self.root = None
-
-    def __enter__(self) -> "Sandbox":
-        if self.root is None:
-            self.reset()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _path(self, name: str) -> Path:
-        assert self.root is not None
-        p = (self.root / name).resolve()
-        if not str(p).startswith(str(self.root.resolve()) + os.sep):
-            raise PermissionError(f"sandbox: path {name!r} leaves the sandbox directory")
-        return p
-
-    def _write(self, name: str, content: str) -> None:
-        p = self._path(name)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content)
-
-    def _limits(self) -> None:  # runs in the child between fork and exec
-        import resource
-
-        mem = self.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024 * 1024, 16 * 1024 * 1024))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    def run_python(self, source: str, filename: str = "action.py", args: Sequence[str] = ()) -> SandboxResult:
-        """Run ``source`` as a script in the sandbox directory under every restriction."""
-        if self.root is None:
-            self.reset()
-        self._write(filename, source)
-        (self.root / "_guard.py").write_text(_GUARD)
-        cmd = [sys.executable, "-I", "-B", "_guard.py", filename, *args]
-        if self.network_namespace:
-            cmd = ["unshare", "--net", "--map-root-user", *cmd]
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.root), "PYTHONHASHSEED": "0", "LANG": "C.UTF-8"}
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, preexec_fn=self._limits, start_new_session=True)
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        seconds = time.perf_counter() - start
-        code = proc.returncode
-        stdout = out[: self.max_output_bytes].decode("utf-8", "replace")
-        stderr = err[: self.max_output_bytes].decode("utf-8", "replace")
-        if timed_out:
-            status = "timeout"
-        elif "MemoryError" in stderr:
-            status = "memory"
-        elif code is not None and code < 0:
-            status = "killed"
-        elif "PermissionError: sandbox:" in stderr:
-            status = "denied"
-        else:
-            status = "ok" if code == 0 else "error"
-        evidence = {
-            "sandbox": self.describe(),
-            "command": " ".join(cmd[-3:]),
-            "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
-            "exit_code": code,
-            "status": status,
-            "stdout": stdout,
-            "stderr_tail": stderr[-2000:],
-        }
-        return SandboxResult(status, code, stdout, stderr, seconds, len(out) + len(err), evidence)
-
-    def execute(self, action: Action | Malformed) -> SandboxResult:
-        """Execute one decoded action; a :class:`Malformed` result is reported, never run."""
-        if isinstance(action, Malformed):
-            return SandboxResult("malformed", None, "", action.reason, 0.0, 0, {"sandbox": self.describe(), "status": "malformed"})
-        if self.root is None:
-            self.reset()
-        if action.tool == "write":
-            path, _, content = action.argument.partition("\n")
-            try:
-                self._write(path.strip(), content)
-            except (PermissionError, OSError) as exc:
-                return SandboxResult("denied", None, "", str(exc), 0.0, 0, {"sandbox": self.describe(), "status": "denied"})
-            msg = f"wrote {path.strip()} ({len(content)} characters)"
-            return SandboxResult("ok", 0, msg, "", 0.0, len(msg), {"sandbox": self.describe(), "status": "ok", "wrote": path.strip(),
-                                                                    "content_sha256": hashlib.sha256(content.encode()).hexdigest()})
-        if action.tool == "python":
-            return self.run_python(action.argument)
-        if action.tool == "run_tests":
-            target = action.argument.strip() or "test_solution.py"
-            try:
-                source = self._path(target).read_text()
-            except (OSError, PermissionError) as exc:
-                return SandboxResult("error", None, "", f"cannot read {target}: {exc}", 0.0, 0, {"sandbox": self.describe(), "status": "error"})
-            return self.run_python(source, filename=target)
-        if action.tool == "finish":
-            return SandboxResult("ok", 0, action.argument, "", 0.0, len(action.argument), {"sandbox": self.describe(), "status": "finish"})
-        raise ValueError(f"action.tool {action.tool!r} has no executor in this sandbox")
+# The sandbox lives in lab.sandbox (bubblewrap isolation, a test harness); re-exported here.
+from lab.sandbox import SANDBOX_VERSION, Sandbox, SandboxResult, SandboxUnavailable, tests_verified  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- ReAct loop (ftip-004R)
@@ -885,7 +638,7 @@ FIXED_SOLUTION = "def add_squares(a, b):\n    return a ** 2 + b ** 2\n"
 TEST_SOLUTION = '''from solution import add_squares
 
 got = add_squares(0, 3)
-if got != 9:
+if type(got) is not int or got != 9:
     print(f"FAILED test_add_squares: expected 9, got {got}")
     raise SystemExit(1)
 print("1 passed")

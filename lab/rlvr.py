@@ -83,28 +83,38 @@ class ExactAnswerVerifier:
 class UnitTestVerifier:
     """Test evidence [ftip-004A]: run the candidate program against unit tests inside the sandbox.
 
-    The candidate is written to ``solution.py``, the tests to ``test_solution.py``; the decision is 1
-    exactly when the test run exits 0 and reports passing tests (:func:`lab.agentic.tests_passed`).
-    The evidence keeps the test log, exit code and the sandbox's declared restrictions.
+    The candidate is written to ``solution.py`` in a fresh sandbox directory; the tests never touch the
+    directory (they reach the harness over a pipe, so the candidate cannot read them). The decision is 1
+    exactly when the harness's result record, written after every test ran and carrying the run's random
+    nonce, says at least one test ran and none failed (:func:`lab.sandbox.tests_verified`). Stdout text
+    and exit codes alone never decide, and the candidate's values reach the tests only as plain data
+    (see :meth:`lab.sandbox.Sandbox.run_tests`), so a wrong solution that prints "1 passed" and calls
+    ``os._exit(0)``, or returns an object whose ``__eq__`` always says True, scores 0.
+    The evidence keeps the test log, exit code, the harness record and the sandbox's declared restrictions.
     """
 
-    def __init__(self, sandbox=None, verifier_id: str = "unit-tests", version: str = "1") -> None:
-        from lab.agentic import Sandbox
+    def __init__(self, sandbox=None, verifier_id: str = "unit-tests", version: str = "2") -> None:
+        from lab.sandbox import Sandbox
 
         self.sandbox = sandbox or Sandbox()
         self.verifier_id, self.version = verifier_id, version
 
     def verify(self, prompt: str, response: str, tests: str) -> VerifierEvidence:
-        from lab.agentic import tests_passed
+        from lab.sandbox import tests_verified
 
-        self.sandbox.reset({"solution.py": response, "test_solution.py": tests})
+        if not isinstance(response, str):
+            raise ValueError(f"response must be a str; got {type(response).__name__}")
+        if not isinstance(tests, str):
+            raise ValueError(f"tests must be a str; got {type(tests).__name__}")
+        self.sandbox.reset({"solution.py": response})
         try:
-            res = self.sandbox.run_python(tests, filename="test_solution.py")
+            res = self.sandbox.run_tests(tests, filename="test_solution.py", module="solution")
         finally:
             self.sandbox.close()
         log = (res.stdout + res.stderr)[-4000:]
-        output = {"status": res.status, "exit_code": res.exit_code, "log": log, "sandbox": res.evidence["sandbox"]}
-        return VerifierEvidence(self.verifier_id, self.version, prompt, response, output, int(tests_passed(res)))
+        output = {"status": res.status, "exit_code": res.exit_code, "log": log, "tests": res.evidence["tests"],
+                  "sandbox": res.evidence["sandbox"]}
+        return VerifierEvidence(self.verifier_id, self.version, prompt, response, output, int(tests_verified(res)))
 
 
 def verifiable_reward(decision: TensorLike, alpha: float = 10.0) -> torch.Tensor:

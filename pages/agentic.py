@@ -9,6 +9,7 @@ import streamlit as st
 
 from lab.agentic import Action, ActionSerializer, AgenticState, Ledger, RoundSpec, Sandbox, ScriptedPolicy, TEST_SOLUTION, agentic_run, code_agent_script, code_agent_trace, react_episode
 from lab.kl import log_probabilities
+from lab.sandbox import SandboxUnavailable
 from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annotate
 from labui.demo_data import gradient_energy_series
 from labui import example_button, example_note, figure, header, route_through_app, shows_errors
@@ -42,7 +43,10 @@ else:
 
 st.subheader("The code-agent example, executed live in the sandbox (ftip-004V)")
 if st.button("Run the code agent", key="ag_run_trace"):
-    st.session_state["ag_trace"] = code_agent_trace()
+    try:
+        st.session_state["ag_trace"] = code_agent_trace()
+    except SandboxUnavailable as exc:  # no bubblewrap here: say so next to the button
+        st.error(str(exc))
 trace = st.session_state.get("ag_trace")
 if trace is not None:
     for k, s in enumerate(trace.steps, start=1):
@@ -61,7 +65,14 @@ st.subheader("Agentic rounds and their ledger (ftip-0073, ftip-0074)")
 c1, c2 = st.columns(2)
 rounds = c1.number_input("rounds", 1, 10, 3, key="ag_rounds")
 budget_bytes = c2.number_input("output-bytes budget (hard stop)", 100, 100_000, 5_000, step=100, key="ag_budget")
-if st.button("Run the agentic rounds", key="ag_run_rounds"):
+run_rounds = st.button("Run the agentic rounds", key="ag_run_rounds")
+if run_rounds:
+    try:
+        Sandbox()
+    except SandboxUnavailable as exc:  # no bubblewrap here: say so next to the button
+        st.error(str(exc))
+        run_rounds = False
+if run_rounds:
     with Sandbox() as sb, tempfile.TemporaryDirectory() as d:
         spec = RoundSpec(
             task="fix add_squares",

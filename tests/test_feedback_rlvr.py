@@ -42,13 +42,14 @@ def test_exact_answer_verifier_evidence():
 
 
 def test_unit_test_verifier_runs_in_sandbox():
-    tests = "from solution import f\nassert f(3) == 9, f'expected 9, got {f(3)}'\nprint('1 passed')\n"
+    tests = "from solution import f\nassert type(f(3)) is int and f(3) == 9, f'expected 9, got {f(3)!r}'\nprint('1 passed')\n"
     v = UnitTestVerifier()
     good = v.verify("square", "def f(x):\n    return x * x\n", tests=tests)
     bad = v.verify("square", "def f(x):\n    return x + x\n", tests=tests)
     assert good.decision == 1 and "1 passed" in good.output["log"] and good.output["exit_code"] == 0
     assert bad.decision == 0 and "expected 9, got 6" in bad.output["log"]
     assert good.output["sandbox"]["writes"] == "sandbox-directory-only"
+    assert good.output["tests"]["verified"] and good.output["tests"]["record"] == "valid" and not bad.output["tests"]["verified"]
 
 
 def test_verifiable_reward():
