@@ -117,9 +117,9 @@ class Trajectory:
         if bool((v < 0).any()) or bool((v[1:] < v[:-1]).any()):
             raise ValueError("step_ids must be >= 0 and non-decreasing over the generated tokens (mask 1)")
         n_steps = int(v.max()) + 1
-        present = set(v.tolist())
+        present = {x for x in sid.tolist() if 0 <= x < n_steps}  # an observation step may have no generated token
         if present != set(range(n_steps)):
-            raise ValueError(f"step_ids must use every step 0 … {n_steps - 1} on generated tokens; missing {sorted(set(range(n_steps)) - present)}")
+            raise ValueError(f"step_ids must use every step 0 … {n_steps - 1}; missing {sorted(set(range(n_steps)) - present)}")
         try:
             outcome = float(self.outcome)
         except (TypeError, ValueError):
@@ -197,7 +197,8 @@ class Trajectory:
         return [(self.step_ids == j) & valid for j in range(self.n_steps)]
 
     def last_token_of_steps(self) -> list[int]:
-        return [int(torch.nonzero(s).max()) for s in self.step_slices()]
+        """Index of each step's last generated token; -1 for a step with none (a tool observation)."""
+        return [int(torch.nonzero(s).max()) if bool(s.any()) else -1 for s in self.step_slices()]
 
     @classmethod
     def from_steps(cls, steps: Sequence[str | Sequence[str]], outcome: float, observation_steps: Sequence[int] = (), **evidence) -> "Trajectory":
@@ -319,6 +320,10 @@ def _result(key: str, group: list[Trajectory], single: bool, credit: torch.Tenso
 
 def _advantages(group: list[Trajectory], baseline: Baseline, ddof: int, eps: float, rewards: Sequence[float] | None = None) -> torch.Tensor:
     r = [t.outcome for t in group] if rewards is None else rewards
+    check_choice(baseline, "baseline", ("group", "mean", "none"))
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (population std) or 1 (sample std); got {ddof!r}")
+    check_nonnegative(eps, "eps")
     if baseline != "none" and ddof == 1 and len(group) == 1:
         return torch.zeros(1, dtype=torch.float64)  # one response: nothing to compare with
     return group_advantages(r, baseline, ddof, eps)
@@ -553,7 +558,8 @@ def shapley_segment_credit(trajectories, value_fns: Sequence[Any] | None = None,
         phis.append(phi.tolist())
         row = torch.zeros(t.n_tokens, dtype=torch.float64)
         for j, last in enumerate(t.last_token_of_steps()):
-            row[last] = phi[j]
+            if last >= 0:  # an observation segment has no generated token to carry its value
+                row[last] = phi[j]
         rows.append(row)
     base, _ = _broadcast(group, _advantages(group, baseline, ddof, eps))
     return _result("shapley", group, single, _per_token(group, rows), base, shapley_values=phis)
@@ -763,6 +769,9 @@ def sharpo_credit(trajectories, kappa: float = 1.0, baseline: Baseline = "group"
         row = torch.zeros(t.n_tokens, dtype=torch.float64)
         f = []
         for sl in t.step_slices():
+            if not bool(sl.any()):
+                f.append(1.0)  # an observation segment: nothing generated, nothing to scale
+                continue
             g = float((te[sl] - s[sl]).mean())
             fj = 2 * torch.sigmoid(torch.tensor(kappa * g, dtype=torch.float64))
             row[sl] = float(A[i]) * fj
