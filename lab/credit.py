@@ -705,10 +705,11 @@ def taco_credit(trajectories, strength: float = 1.0, baseline: Baseline = "group
 
 
 def rubric_dropout_credit(trajectories, keep_prob: float = 0.5, seed: int = 0, weights: Mapping[str, float] | None = None,
-                          baseline: Baseline = "group", ddof: int = 1, eps: float = 1e-4) -> CreditResult:
+                          subset: Sequence[str] | None = None, baseline: Baseline = "group", ddof: int = 1, eps: float = 1e-4) -> CreditResult:
     """Rubric Dropout: one random subset of rubric criteria per group (seeded, logged in the metrics), shared
     by every response of the group; reward = weighted mean of the visible criteria's scores. Responses
-    scored on different criteria would not be comparable. An empty subset gives every response reward 0."""
+    scored on different criteria would not be comparable. An empty subset gives every response reward 0.
+    ``subset`` replays a logged subset instead of drawing one (it must be chosen before seeing the scores)."""
     group, single = _group(trajectories)
     keep_prob = check_closed_unit(keep_prob, "keep_prob")
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -721,9 +722,15 @@ def rubric_dropout_credit(trajectories, keep_prob: float = 0.5, seed: int = 0, w
         elif sorted(comps) != crits:
             raise ValueError(f"trajectories[{i}].reward_components must name the same criteria as the rest of the group {crits}")
     w = {c: 1.0 for c in crits} if weights is None else {c: check_nonnegative(weights.get(c, 0.0), f"weights[{c!r}]") for c in crits}
-    gen = torch.Generator().manual_seed(seed)
-    keep = (torch.rand(len(crits), generator=gen, dtype=torch.float64) < keep_prob).tolist()  # one draw per group
-    visible = [c for c, k in zip(crits, keep) if k]
+    if subset is None:
+        gen = torch.Generator().manual_seed(seed)
+        keep = (torch.rand(len(crits), generator=gen, dtype=torch.float64) < keep_prob).tolist()  # one draw per group
+        visible = [c for c, k in zip(crits, keep) if k]
+    else:
+        unknown = [c for c in subset if c not in crits]
+        if unknown:
+            raise ValueError(f"subset names criteria the group does not have: {unknown}; criteria are {crits}")
+        visible = [c for c in crits if c in set(subset)]
     wsum = sum(w[c] for c in visible)
     rewards = [sum(w[c] * t.reward_components[c] for c in visible) / wsum if wsum > 0 else 0.0 for t in group]
     A = _advantages(group, baseline, ddof, eps, rewards)
@@ -756,8 +763,10 @@ def tag_credit(trajectories, anchor: str = "correct", anchor_threshold: float = 
 def sharpo_credit(trajectories, kappa: float = 1.0, baseline: Baseline = "group", ddof: int = 1, eps: float = 1e-4) -> CreditResult:
     """SHARPO [核心公式]: for each segment, g_j = mean over its generated tokens of (teacher log-prob −
     student log-prob), the teacher being the policy rescoring the same tokens with a successful peer as
-    context; the segment's credit is A_i · 2σ(κ g_j). The factor lies in (0, 2): the sign of the GRPO
-    advantage is kept and a zero advantage stays zero. Observation tokens do not enter the mean."""
+    context; the segment's credit is A_i · 2σ(κ g_j sign(A_i)): a segment the teacher supports receives more
+    of a positive advantage and less of a negative one (the sign convention is the lab's reading). The
+    factor lies in (0, 2): the sign of the GRPO advantage is kept and a zero advantage stays zero.
+    Observation tokens do not enter the mean."""
     group, single = _group(trajectories)
     kappa = check_nonnegative(kappa, "kappa")
     A = _advantages(group, baseline, ddof, eps)
@@ -773,7 +782,8 @@ def sharpo_credit(trajectories, kappa: float = 1.0, baseline: Baseline = "group"
                 f.append(1.0)  # an observation segment: nothing generated, nothing to scale
                 continue
             g = float((te[sl] - s[sl]).mean())
-            fj = 2 * torch.sigmoid(torch.tensor(kappa * g, dtype=torch.float64))
+            # supported segments (g > 0) get more of a positive advantage and less of a negative one
+            fj = 2 * torch.sigmoid(torch.tensor(kappa * g * (1.0 if float(A[i]) >= 0 else -1.0), dtype=torch.float64))
             row[sl] = float(A[i]) * fj
             f.append(float(fj))
         rows.append(row)
@@ -1076,10 +1086,63 @@ def run(key: str, group: Trajectory | Sequence[Trajectory], evidence: Mapping[st
     return MECHANISMS[key].fn(group, **kwargs)
 
 
-def demo(key: str) -> CreditResult:
-    """Run mechanism ``key`` on the chapter's guiding example (the inputs of its ``credit-`` worked example
-    share this group): response 0 reasons well for two steps, errs at step 3, and still answers correctly."""
+def _traj(steps, outcome, **kw) -> Trajectory:
+    return Trajectory.from_steps(steps, outcome, **kw)
+
+
+def _examples() -> dict[str, tuple[list[Trajectory], dict]]:
+    """The small inputs of each mechanism's ``credit-`` worked example (the lab's own illustrations unless the
+    worked example's SOURCE says the bank states them). ``ddof=0, eps=0`` keeps the hand arithmetic exact."""
+    exact = {"ddof": 0, "eps": 0.0}
+    g, _ = guiding_example()
+    guide = [Trajectory(step_ids=t.step_ids, outcome=t.outcome, mask=t.mask, tokens=t.tokens, step_labels=t.step_labels,
+                        continuations=t.continuations, step_values=t.step_values) for t in g]
+    two = ["a b", "c d", "e f", "g h"]
+    K = frozenset
+    mk_d = lambda out, term: Trajectory(step_ids=[0, 1, 2], outcome=out, distances=[3, 2, 2, 1], terminal=term)  # noqa: E731
+    ex: dict[str, tuple[list[Trajectory], dict]] = {
+        "outcome": (guide, exact),
+        "process_labels": (guide, exact),
+        "math_shepherd": (guide, {"kind": "soft", **exact}),
+        "potential_shaping": (guide[:1], {"gamma": 1.0, "baseline": "none"}),
+        "shapley": (guide[:1], {"baseline": "none"}),
+        "pava": ([Trajectory(step_ids=[0], outcome=p, reward_components={"correct": p, "length": a})
+                  for p, a in ((1.0, 2.0), (1.0, 1.0), (0.0, 3.0), (0.0, 2.0))], {"aux_weight": 1.0, **exact}),
+        "mart": ([_traj(two, 0.0, step_labels=[1, 0, 1, 1]), _traj(two, 1.0, step_labels=[1, 1, 1, 1])], exact),
+        "mgepo": ([Trajectory(step_ids=[0, 0], outcome=o, entropies=[h, h], terminal=term)
+                   for o, h, term in ((1.0, 2.0, True), (1.0, 0.2, True), (0.0, 0.2, False), (0.0, 2.0, True))], {"beta": 0.5, **exact}),
+        "carm": ([Trajectory(step_ids=[0, 0, 1, 1], outcome=o, logprobs=[-1.0] * 4) for o in (1.0, 0.0)],
+                 {"current_logprobs": [[-0.5, -0.5, -1.5, -1.5], [-1.0] * 4], "threshold": 0.2, **exact}),
+        "taco": ([Trajectory(step_ids=[0, 1, 2], outcome=1.0, risk=[0.0, 0.5, 1.0]),
+                  Trajectory(step_ids=[0, 1, 2], outcome=0.0, risk=[1.0, 1.0, 1.0])], exact),
+        "rubric_dropout": ([Trajectory(step_ids=[0], outcome=0.0, reward_components=c) for c in (
+            {"correct": 1.0, "format": 1.0, "brevity": 0.0}, {"correct": 0.0, "format": 1.0, "brevity": 1.0},
+            {"correct": 1.0, "format": 0.0, "brevity": 1.0})], {"subset": ["correct", "brevity"], **exact}),
+        "tag": ([Trajectory(step_ids=[0], outcome=c["correct"], reward_components=c) for c in (
+            {"correct": 0.0, "brevity": 1.0}, {"correct": 1.0, "brevity": 0.0}, {"correct": 1.0, "brevity": 1.0})], exact),
+        "sharpo": ([Trajectory(step_ids=[0, 0, 1, 1], outcome=0.0, logprobs=[-1.0] * 4, teacher_logprobs=[0.0, 0.0, -2.0, -2.0]),
+                    Trajectory(step_ids=[0, 0, 1, 1], outcome=1.0, logprobs=[-1.0] * 4, teacher_logprobs=[-1.0] * 4)], exact),
+        "residual_advantage": ([Trajectory(step_ids=[0, 1], outcome=o) for o in (1.0, 0.0)],
+                               {"student_probs": [[[0.5, 0.5], [0.5, 0.5]]] * 2, "teacher_probs": [[[0.8, 0.2], [0.5, 0.5]]] * 2,
+                                "token_ids": [[0, 0], [0, 0]], "alpha": 1.0, "bound": 1.0, **exact}),
+        "t2spo": ([mk_d(1.0, True), mk_d(0.0, True), mk_d(0.0, False)], {"progress_weight": 1.0, "baseline": "none"}),
+        "knowgpo": ([Trajectory(step_ids=[0, 1], outcome=1.0, knowledge=[K(), K({"year"}), K({"year"})]),
+                     Trajectory(step_ids=[0, 1], outcome=0.0, knowledge=[K(), K(), K()]),
+                     Trajectory(step_ids=[0, 1], outcome=0.0, knowledge=[K({"person"}), K({"person"}), K({"person"})])],
+                    {"process_weight": 1.0, "baseline": "none"}),
+    }
+    return ex
+
+
+def example_inputs(key: str) -> tuple[list[Trajectory], dict]:
+    """``(group, keyword arguments)`` of mechanism ``key``'s small example (its ``credit-`` worked example)."""
     if key not in MECHANISMS:
         raise ValueError(f"key must be one of {list(MECHANISMS)}; got {key!r}")
-    group, evidence = guiding_example()
-    return run(key, group, evidence)
+    return _examples()[key]
+
+
+def demo(key: str) -> CreditResult:
+    """Run mechanism ``key`` on its small example, the inputs of its ``credit-`` worked example (for the quiz's
+    reveal). The chapter's guiding example is :func:`guiding_example`, run with :func:`run`."""
+    group, kwargs = example_inputs(key)
+    return MECHANISMS[key].fn(group, **kwargs)

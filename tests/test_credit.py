@@ -141,8 +141,12 @@ def test_group_advantages_match_grpo_module():
 # ---------------------------------------------------------------------------------------------- the guiding example, by hand
 
 
+def G(key):
+    return run(key, *guiding_example())
+
+
 def test_uniform_outcome_credit_reinforces_the_error_step():
-    res = demo("outcome")
+    res = G("outcome")
     g, _ = guiding_example()
     err = g[0].step_slices()[2]
     # group outcomes [1, 1, 0, 0]: mean 0.5, sample std sqrt(1/3) -> A = 0.5 / (0.57735 + 1e-4)
@@ -155,22 +159,22 @@ def test_guiding_example_hand_values_per_mechanism():
     g, ev = guiding_example()
     s = g[0].step_slices()
     step = lambda res, j: res.credit[0][s[j]].unique().tolist()  # noqa: E731
-    assert step(demo("process_labels"), 2) == [-1.0]
-    assert step(demo("math_shepherd"), 2) == [-0.5]  # soft 1/4 -> 2·0.25 − 1
+    assert step(G("process_labels"), 2) == [-1.0]
+    assert step(G("math_shepherd"), 2) == [-0.5]  # soft 1/4 -> 2·0.25 − 1
     assert run("math_shepherd", g, ev, kind="hard").credit[0][s[2]].unique().tolist() == [1.0]  # a repaired error looks right
-    ps = demo("potential_shaping")
+    ps = G("potential_shaping")
     assert [step(ps, j)[0] for j in range(4)] == pytest.approx([0.25, 0.25, -0.5, 0.5])  # Φ = .5,.75,1,.5,.75; last 1 + 0 − .5
-    sh = demo("shapley")
+    sh = G("shapley")
     assert sh.metrics["shapley_values"][0] == pytest.approx([0.25, 0.25, -0.25, 0.25])
     assert sh.credit[0].sum().item() == pytest.approx(0.5)  # v(all) = 1 · 3/3 · 0.5
     # MART leaves a success alone; TACO damps the risky step: A·(1 − 0.8)
     a = 0.5 / (math.sqrt(1 / 3) + 1e-4)
-    assert demo("mart").credit[0].tolist() == pytest.approx([a] * g[0].n_tokens)
-    assert step(demo("taco"), 2) == pytest.approx([a * 0.2])
-    assert step(demo("taco"), 0) == pytest.approx([a * 0.9])
+    assert G("mart").credit[0].tolist() == pytest.approx([a] * g[0].n_tokens)
+    assert step(G("taco"), 2) == pytest.approx([a * 0.2])
+    assert step(G("taco"), 0) == pytest.approx([a * 0.9])
     # SHARPO: g = mean(teacher − student) = 0.1 on good steps, −1.5 on the error step; factor 2σ(g)
-    assert step(demo("sharpo"), 2) == pytest.approx([a * 2 / (1 + math.exp(1.5))])
-    assert step(demo("sharpo"), 0) == pytest.approx([a * 2 / (1 + math.exp(-0.1))])
+    assert step(G("sharpo"), 2) == pytest.approx([a * 2 / (1 + math.exp(1.5))])
+    assert step(G("sharpo"), 0) == pytest.approx([a * 2 / (1 + math.exp(-0.1))])
 
 
 # ---------------------------------------------------------------------------------------------- every mechanism: structure, zero spread, padding
