@@ -499,3 +499,13 @@ def test_residual_bad_probabilities():
     bad["student_probs"] = [[[0.0, 1.0]] * g[0].n_tokens] + bad["student_probs"][1:]
     with pytest.raises(ValueError, match=r"student_probs\[0\]"):
         C.residual_advantage_credit(g, **bad)
+
+
+def test_every_mechanism_has_a_credit_worked_example():
+    import worked_examples
+
+    mods = [m for m in worked_examples.examples() if m.ID.startswith("credit-")]
+    assert len(mods) >= 12 and {m.MECHANISM for m in mods} == set(MECHANISMS)
+    for m in mods:
+        assert worked_examples.check(m)["ok"], m.ID
+        assert m.FTIP == "credit-bank" and "credit-bank" in m.SOURCE and m.explain()
