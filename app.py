@@ -29,6 +29,7 @@ PAGES = {
     ],
     "Agents and replay": [st.Page("pages/agentic.py", title="Agentic training and replay", icon="🤖")],
     "Train a model": [st.Page("pages/smallrun.py", title="Small runs", icon="🏋️")],
+    "Credit assignment": [st.Page("pages/credit.py", title="Credit assignment", icon="🧩")],
 }
 
 st.navigation(PAGES).run()

@@ -1086,6 +1086,27 @@ def run(key: str, group: Trajectory | Sequence[Trajectory], evidence: Mapping[st
     return MECHANISMS[key].fn(group, **kwargs)
 
 
+def step_credit(credit: torch.Tensor, traj: Trajectory) -> list[float]:
+    """Mean credit over each step's generated tokens (``credit`` (T,) for this trajectory); nan for a step with
+    no generated token (a tool observation). For tables: the heatmap shows the tokens themselves."""
+    c = _vector(credit, "credit")
+    if c.numel() < traj.n_tokens:
+        raise ValueError(f"credit must have at least {traj.n_tokens} entries (one per token); got {c.numel()}")
+    return [float(c[: traj.n_tokens][s].mean()) if bool(s.any()) else math.nan for s in traj.step_slices()]
+
+
+def wrong_step_spans(traj: Trajectory) -> list[tuple[int, int]]:
+    """(first, last) token index of every step labelled wrong (ℓ < 0.5), for marking the error on a figure."""
+    if traj.step_labels is None:
+        return []
+    spans = []
+    for j, ell in enumerate(traj.step_labels.tolist()):
+        idx = torch.nonzero(traj.step_ids == j).flatten()
+        if ell < 0.5 and idx.numel():
+            spans.append((int(idx.min()), int(idx.max())))
+    return spans
+
+
 def _traj(steps, outcome, **kw) -> Trajectory:
     return Trajectory.from_steps(steps, outcome, **kw)
 
