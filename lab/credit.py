@@ -562,7 +562,9 @@ def shapley_segment_credit(trajectories, value_fns: Sequence[Any] | None = None,
                 row[last] = phi[j]
         rows.append(row)
     base, _ = _broadcast(group, _advantages(group, baseline, ddof, eps))
-    return _result("shapley", group, single, _per_token(group, rows), base, shapley_values=phis)
+    # concentrating a segment's value on its last token is not masking: report no masked tokens
+    return _result("shapley", group, single, _per_token(group, rows), base, shapley_values=phis, masked_tokens=[], n_masked=0,
+                   placed_on_last_token=True)
 
 
 def concur_credit(trajectories, primary: str = "correct", auxiliary: str = "length", aux_weight: float = 1.0,

@@ -509,3 +509,42 @@ def test_every_mechanism_has_a_credit_worked_example():
     for m in mods:
         assert worked_examples.check(m)["ok"], m.ID
         assert m.FTIP == "credit-bank" and "credit-bank" in m.SOURCE and m.explain()
+
+
+def test_concur_bank_example_within_primary_ties_is_left_alone():
+    # the bank's CONCUR example: primary [0.3, 0.3, 0.7], auxiliary [-1, 0, 1] is already feasible
+    group = [Trajectory(step_ids=[0], outcome=p, reward_components={"correct": p, "length": a}) for p, a in ((0.3, -1.0), (0.3, 0.0), (0.7, 1.0))]
+    res = C.concur_credit(group)
+    assert res.metrics["projected"] == pytest.approx(res.metrics["combined"], abs=1e-12)  # no pooling of the tied primaries
+
+
+def test_carm_keeps_the_denominator():
+    res = demo("carm")
+    assert res.metrics["n_masked"] == 4 and res.metrics["denominator"] == 8.0
+    assert res.credit[1].tolist() == res.baseline[1].tolist()  # the kept response is not rescaled
+
+
+@FAST
+@given(st.lists(st.sampled_from([0.0, 1e-17, -1e-17, 5e-16, 1e-12]), min_size=4, max_size=4), st.sampled_from([0.1, 0.3, 1 / 3, 0.7]),
+       st.sampled_from(list(MECHANISMS)))
+def test_generated_near_degenerate_groups_stay_finite_and_bounded(noise, level, key):
+    g, ev = guiding_example()
+    eq = _equalize(g, level)
+    eq = [Trajectory(step_ids=t.step_ids, outcome=t.outcome + n, mask=t.mask, tokens=t.tokens, step_labels=t.step_labels,
+                     continuations=t.continuations, entropies=t.entropies, logprobs=t.logprobs, teacher_logprobs=t.teacher_logprobs,
+                     risk=t.risk, reward_components={k: v + n for k, v in t.reward_components.items()}, step_values=t.step_values,
+                     distances=t.distances, knowledge=t.knowledge) for t, n in zip(eq, noise)]
+    res = run(key, eq, ev)
+    assert bool(torch.isfinite(res.credit).all())
+    # rounding-level spread: the outcome baseline is at most ~2e-12 / eps = 2e-8, never a blown-up ±1
+    assert float(res.baseline.abs().max()) < 1e-6
+
+
+@pytest.mark.parametrize("value, n", [(0.1, 3), (0.1, 7), (0.7, 3), (0.9, 7)])
+def test_equal_rewards_with_rounding_std_are_zero_spread_even_without_eps(value, n):
+    assert float(torch.std(torch.full((n,), value, dtype=torch.float64))) > 0  # the trap: std ~1e-17, not 0
+    assert C.group_advantages([value] * n, "group", 1, 0.0).tolist() == [0.0] * n
+    group = [Trajectory(step_ids=[0, 1], outcome=value, step_labels=[1, 0], risk=[0.5, 0.5]) for _ in range(n)]
+    for fn in (C.outcome_credit, C.mart_credit, C.taco_credit):
+        res = fn(group, eps=0.0)
+        assert bool((res.credit == 0).all()) and bool(torch.isfinite(res.credit).all())
