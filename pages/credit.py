@@ -105,6 +105,6 @@ if group is not None and chosen:
                 a.markdown("**Needs**\n\n" + "\n".join(f"- {n}" for n in m.needs))
                 b.markdown(f"**Conserves**\n\n{m.conserves}")
                 c.markdown(f"**Cannot tell**\n\n{m.cannot_tell}")
-                links = " · ".join(f"[questions on {p}](credit_quiz?paper={quote(p)})" for p in m.bank_papers)
+                links = " · ".join(f"[{p.replace('_', ' ')}](credit_quiz?paper={quote(p)})" for p in m.bank_papers)
                 if links:
-                    st.markdown(f"Question bank: {links}")
+                    st.markdown(f"Question bank (opens the quiz filtered to this paper): {links}")
