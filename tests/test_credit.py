@@ -548,3 +548,77 @@ def test_equal_rewards_with_rounding_std_are_zero_spread_even_without_eps(value,
     for fn in (C.outcome_credit, C.mart_credit, C.taco_credit):
         res = fn(group, eps=0.0)
         assert bool((res.credit == 0).all()) and bool(torch.isfinite(res.credit).all())
+
+
+# ---------------------------------------------------------------------------------------------- properties of the mechanisms on random groups
+
+
+@st.composite
+def random_group(draw):
+    G = draw(st.integers(2, 5))
+    group = []
+    for _ in range(G):
+        S = draw(st.integers(1, 4))
+        sizes = draw(st.lists(st.integers(1, 3), min_size=S, max_size=S))
+        sid = [j for j, n in enumerate(sizes) for _ in range(n)]
+        T = len(sid)
+        fl = st.floats(0, 1, allow_nan=False)
+        group.append(Trajectory(
+            step_ids=sid, outcome=draw(st.sampled_from([0.0, 0.5, 1.0])),
+            step_labels=draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=S, max_size=S)),
+            risk=draw(st.lists(fl, min_size=T, max_size=T)),
+            logprobs=draw(st.lists(st.floats(-5, 0), min_size=T, max_size=T)),
+            teacher_logprobs=draw(st.lists(st.floats(-5, 0), min_size=T, max_size=T))))
+    return group
+
+
+@FAST
+@given(random_group(), st.floats(0, 5))
+def test_sharpo_never_flips_or_creates_credit(group, kappa):
+    res = C.sharpo_credit(group, kappa=kappa)
+    assert bool((torch.sign(res.credit) == torch.sign(res.baseline)).all())
+    assert bool((res.credit.abs() <= 2 * res.baseline.abs() + 1e-12).all())
+
+
+@FAST
+@given(random_group(), st.floats(0, 1))
+def test_taco_only_shrinks_positive_credit(group, strength):
+    res = C.taco_credit(group, strength=strength)
+    pos = res.baseline > 0
+    assert bool((res.credit[pos] <= res.baseline[pos] + 1e-12).all()) and bool((res.credit[pos] >= 0).all())
+    assert torch.equal(res.credit[~pos], res.baseline[~pos])
+
+
+@FAST
+@given(random_group())
+def test_mart_only_zeroes_failure_credit(group):
+    res = C.mart_credit(group)
+    changed = res.credit != res.baseline
+    assert bool((res.credit[changed] == 0).all()) and bool((res.baseline[changed] < 0).all())
+    assert res.metrics["denominator"] == sum(t.n_tokens for t in group)
+
+
+@FAST
+@given(random_group(), st.floats(0, 3))
+def test_concur_projection_respects_primary_order_and_sum(group, w):
+    comps = [{"correct": t.outcome, "length": float(i % 3)} for i, t in enumerate(group)]
+    group = [Trajectory(step_ids=t.step_ids, outcome=t.outcome, reward_components=c) for t, c in zip(group, comps)]
+    res = C.concur_credit(group, aux_weight=w)
+    proj = res.metrics["projected"]
+    for i in range(len(group)):
+        for j in range(len(group)):
+            if comps[i]["correct"] < comps[j]["correct"]:
+                assert proj[i] <= proj[j] + 1e-9
+    assert sum(proj) == pytest.approx(sum(res.metrics["combined"]), abs=1e-9)
+
+
+@FAST
+@given(st.lists(st.floats(-3, 3, allow_nan=False), min_size=2, max_size=8), st.sampled_from([0, 1]), st.sampled_from([0.0, 1e-4]))
+def test_group_advantages_equal_the_grpo_module(r, ddof, eps):
+    # lab.grpo.group_advantages is checked against TRL 1.16's GRPOTrainer in tests/test_trl_parity_grpo.py
+    ours = C.group_advantages(r, "group", ddof, eps)
+    ref = grpo_group_advantages(r, len(r), ddof=ddof, eps=eps)
+    if max(r) == min(r):
+        assert ours.tolist() == [0.0] * len(r)
+    else:
+        assert ours.tolist() == pytest.approx(ref.tolist(), rel=1e-9, abs=1e-9)
