@@ -253,7 +253,8 @@ def group_advantages(rewards: Any, baseline: Baseline = "group", ddof: int = 1, 
     §4.1.2]; ``"mean"`` r − mean; ``"none"`` r itself (no baseline).
 
     Zero spread (max == min, exact) gives 0 for ``"group"`` and ``"mean"``: a std of ~1e-17 from rounding is
-    never divided by. ``ddof`` 1 (sample std, TRL) or 0 (population std); a group of one with ddof 1 has
+    never divided by; so does a spread whose variance underflows (1e-175). ``ddof`` 1 (sample std, TRL) or
+    0 (population std); a group of one with ddof 1 has
     zero spread by definition. ``eps`` >= 0 is added to the std.
     """
     check_choice(baseline, "baseline", ("group", "mean", "none"))
@@ -270,7 +271,10 @@ def group_advantages(rewards: Any, baseline: Baseline = "group", ddof: int = 1, 
     centred = r - r.mean()
     if baseline == "mean":
         return centred
-    return centred / (torch.std(r, correction=ddof) + eps)
+    std = torch.std(r, correction=ddof)
+    if float(std + eps) == 0.0:
+        return torch.zeros_like(r)  # spread below float range (e.g. 1e-175: its variance underflows to 0)
+    return centred / (std + eps)
 
 
 def _broadcast(group: list[Trajectory], per_response: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -622,3 +622,8 @@ def test_group_advantages_equal_the_grpo_module(r, ddof, eps):
         assert ours.tolist() == [0.0] * len(r)
     else:
         assert ours.tolist() == pytest.approx(ref.tolist(), rel=1e-9, abs=1e-9)
+
+
+def test_underflowing_spread_is_zero_spread():
+    # found by hypothesis: [0, 8e-175] has max != min, but its variance underflows to 0
+    assert C.group_advantages([0.0, 7.96618507138278e-175], "group", 0, 0.0).tolist() == [0.0, 0.0]
