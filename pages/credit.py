@@ -97,6 +97,19 @@ if group is not None and chosen:
                     "(totals over all generated tokens of the group; *before* is uniform outcome credit).")
         st.dataframe(table, hide_index=True, width="stretch", key="cr_table")
 
+        st.markdown("**The whole group under one mechanism** — group-relative mechanisms (CONCUR, Rubric Dropout, TAG, "
+                    "MGE-PO, CARM, KnowGPO) act across responses, not only along one.")
+        focus = st.selectbox("mechanism", keys, key="cr_focus", format_func=lambda k: MECHANISMS[k].name)
+        res = results[focus]
+        names = ["response 1 (guiding)", "peer 1 (clean, correct)", "peer 2 (wrong at step 2)", "peer 3 (wrong from step 1)"]
+        fig2 = figure(f"{MECHANISMS[focus].name}: credit of every response in the group (padding is blank)", "token position", "", height=300)
+        fig2.add_trace(go.Heatmap(z=[[v if on else None for v, on in zip(r, mk)] for r, mk in zip(res.credit.tolist(), res.mask.tolist())],
+                                  y=names, colorscale="RdBu", zmid=0, colorbar=dict(title="credit"),
+                                  text=[list(t.tokens) + [""] * (res.credit.shape[1] - t.n_tokens) for t in group],
+                                  hovertemplate="%{y}<br>%{text}: %{z:.3f}<extra></extra>"))
+        fig2.update_yaxes(autorange="reversed")
+        st.plotly_chart(fig2, width="stretch", key="cr_group_heatmap")
+
         for k in keys:
             m = MECHANISMS[k]
             with st.container(border=True):
@@ -108,3 +121,5 @@ if group is not None and chosen:
                 links = " · ".join(f"[{p.replace('_', ' ')}](credit_quiz?paper={quote(p)})" for p in m.bank_papers)
                 if links:
                     st.markdown(f"Question bank (opens the quiz filtered to this paper): {links}")
+                with st.expander("what it did (metrics for the whole group)"):
+                    st.json({n: v for n, v in results[k].metrics.items() if n != "masked_tokens"}, expanded=False)

@@ -47,7 +47,7 @@ def test_defaults_are_the_guiding_example_and_library_values():
     u = row(at, "outcome")
     assert u[2] > 0 and u[2] == u[0]  # uniform outcome credit reinforces the wrong step
     assert row(at, "process_labels")[2] < 0
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2  # the aligned heatmap and the whole-group heatmap
     text = " ".join(m.value for m in at.markdown)
     for key in at.multiselect(key="cr_mechs").value:
         m = MECHANISMS[key]
@@ -122,3 +122,19 @@ def test_reset_button_restores_the_guiding_example():
     at.button(key="cr_reset").click().run()
     assert at.checkbox(key="cr_ok2").value is False
     assert "step 3 ✗" in table(at).columns
+
+
+def test_group_heatmap_shows_the_library_credit_of_every_response():
+    import json
+
+    at = load()
+    at.multiselect(key="cr_mechs").set_value(["tag", "pava"]).run()
+    at.selectbox(key="cr_focus").set_value("pava").run()
+    clean(at)
+    spec = json.loads(at.get("plotly_chart")[1].proto.spec)
+    z = spec["data"][0]["z"]
+    group, ev = guiding_example()
+    want = run("pava", group, ev)
+    for i, t in enumerate(group):
+        assert z[i][: t.n_tokens] == pytest.approx(want.credit[i, : t.n_tokens].tolist(), abs=1e-12)
+        assert all(v is None for v in z[i][t.n_tokens:])  # padding is blank, not 0
