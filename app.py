@@ -37,7 +37,10 @@ PAGES = {
         st.Page("pages/compare.py", title="Compare checkpoints", icon="📏"),
     ],
     "Train a model": [st.Page("pages/smallrun.py", title="Small runs", icon="🏋️")],
-    "Credit assignment": [st.Page("pages/credit_quiz.py", title="Credit-assignment quiz", icon="❓", url_path="credit_quiz")],
+    "Credit assignment": [
+        st.Page("pages/credit.py", title="Credit assignment", icon="🧩"),
+        st.Page("pages/credit_quiz.py", title="Credit-assignment quiz", icon="❓", url_path="credit_quiz"),
+    ],
 }
 
 st.navigation(PAGES).run()

@@ -170,3 +170,9 @@ def course_nav(page_file: str) -> None:
         mid.markdown(f"Notebook: `{here.notebook}`")
     if nxt is not None:
         right.markdown(f"[Next: {nxt.title} →](/{nxt.key})")
+
+
+def outline_heatmap_cells(fig: go.Figure, spans: list[tuple[int, int]], n_rows: int, color: str = "black") -> None:
+    """Outline columns first..last (inclusive) of a heatmap across all ``n_rows`` rows (cell edges sit at ±0.5)."""
+    for first, last in spans:
+        fig.add_shape(type="rect", x0=first - 0.5, x1=last + 0.5, y0=-0.5, y1=n_rows - 0.5, line=dict(color=color, width=3))

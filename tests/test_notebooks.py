@@ -16,7 +16,7 @@ TINY = {  # the small-run notebook's parameters cell, shrunk for the test suite
 
 
 def test_there_is_a_notebook_per_chapter():
-    assert len(NOTEBOOKS) >= 11  # 01–10 and 12; the course test checks each chapter's notebook exists
+    assert len(NOTEBOOKS) == 12  # 01–12: one per chapter (the course test checks each chapter names its notebook)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -40,6 +40,22 @@ MODULES = [
     "replay_annotation",
     "dgg_gate",
     "sign_invariant_forecast",
+    "credit_outcome",
+    "credit_process_labels",
+    "credit_math_shepherd",
+    "credit_potential_shaping",
+    "credit_shapley",
+    "credit_pava",
+    "credit_mart",
+    "credit_mgepo",
+    "credit_carm",
+    "credit_taco",
+    "credit_rubric_dropout",
+    "credit_tag",
+    "credit_sharpo",
+    "credit_residual_advantage",
+    "credit_t2spo",
+    "credit_knowgpo",
 ]
 
 
