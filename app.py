@@ -15,6 +15,7 @@ PAGES = {
     "Start": [
         st.Page("pages/home.py", title="Home", icon="🏠", default=True),
         st.Page("pages/reference_index.py", title="Reference index", icon="🔎"),
+        st.Page("pages/check_yourself.py", title="Check yourself", icon="✅"),
     ],
     "Demonstrations and preferences": [
         st.Page("pages/sft.py", title="SFT and loss masks", icon="📝"),

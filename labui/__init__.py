@@ -16,10 +16,21 @@ REFERENCE = "definitions-and-worked-examples.txt"
 
 
 def header(title: str, tags: str, citation: str, summary: str, reference: str = REFERENCE) -> None:
-    """Page title, the reference tags and paper citation, and a short explanation."""
+    """Page title, the reference tags and paper citation, and a short explanation.
+
+    Also places the projector-mode toggle (``labui.share``); in projector mode the explanation is folded
+    into an expander so the main control and chart fit the screen.
+    """
+    from labui.share import projector_on, projector_toggle
+
+    projector_toggle()
     st.title(title)
     st.caption(f"Reference: {tags} in `{reference}` · {citation}")
-    st.markdown(summary)
+    if projector_on():
+        with st.expander("What this page shows"):
+            st.markdown(summary)
+    else:
+        st.markdown(summary)
 
 
 @contextlib.contextmanager
@@ -119,10 +130,24 @@ def example_note(flag: str, mod: ModuleType, computed: list[float] | None, fmt: 
     (st.success if ok else st.warning)(text)
 
 
+def _projector_template() -> go.layout.Template:
+    """Large fonts, thick lines and big markers for traces that do not set their own."""
+    t = go.layout.Template()
+    t.layout.font = dict(size=20)
+    t.layout.title = dict(font=dict(size=24))
+    t.data.scatter = [go.Scatter(line=dict(width=5), marker=dict(size=12))]
+    t.data.bar = [go.Bar(marker=dict(line=dict(width=1)))]
+    return t
+
+
 def figure(title: str, x_title: str, y_title: str, height: int = 340) -> go.Figure:
+    from labui.share import projector_on
+
     fig = go.Figure()
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, height=height, margin=dict(l=40, r=20, t=50, b=40),
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1))
+    if projector_on():
+        fig.update_layout(template=_projector_template(), height=max(height, 380))
     return fig
 
 

@@ -32,6 +32,7 @@ def predict_then_reveal(
     answer: Any = None,
     tolerance: float = 0.0,
     explanation: str = "",
+    chapter: str = "",
 ) -> bool:
     """Ask ``question``; after the learner commits, reveal ``answer`` and whether they were right.
 
@@ -53,7 +54,8 @@ def predict_then_reveal(
                 correct = guess == ans
             else:
                 correct = abs(float(guess) - float(ans)) <= tolerance
-            scores[key] = {"question": question, "guess": guess, "answer": ans, "correct": bool(correct)}
+            scores[key] = {"question": question, "guess": guess, "answer": ans, "correct": bool(correct),
+                           **({"chapter": chapter} if chapter else {})}
             done = True
         elif guess is None:
             box.caption("Choose an answer to reveal the result.")
@@ -76,3 +78,22 @@ def score() -> tuple[int, int]:
     """(right, answered) over every question answered in this session."""
     scores = st.session_state.get(SCORES, {})
     return sum(1 for v in scores.values() if v["correct"]), len(scores)
+
+
+def score_by_chapter() -> dict[str, tuple[int, int]]:
+    """{chapter: (right, answered)} for this session (questions without a chapter count under "other")."""
+    out: dict[str, tuple[int, int]] = {}
+    for v in st.session_state.get(SCORES, {}).values():
+        ch = v.get("chapter") or "other"
+        right, n = out.get(ch, (0, 0))
+        out[ch] = (right + bool(v["correct"]), n + 1)
+    return out
+
+
+def ask_chapter(chapter: str) -> None:
+    """Ask every question of ``chapter`` from ``lab.quiz`` (each with its own commit-then-reveal box)."""
+    from lab.quiz import for_chapter
+
+    for q in for_chapter(chapter):
+        predict_then_reveal(q.key, q.text, q.choices, answer=q.answer, tolerance=q.tolerance, explanation=q.explanation,
+                            chapter=q.chapter)
