@@ -182,6 +182,9 @@ def read_model_config(path: str) -> dict:
         raise ValueError(f"model: {f} is not valid JSON ({getattr(exc, 'msg', None) or exc.reason})") from None
     if not isinstance(cfg, dict) or "model_type" not in cfg:
         raise ValueError(f"model: {f} is not a model config (no model_type)")
+    weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+    if not any((p / w).is_file() for w in weights):
+        raise ValueError(f"model: {path} has no weights file (none of {', '.join(weights)}); a broken or partial copy?")
     return cfg
 
 

@@ -42,6 +42,23 @@ from lab.smallrun.tasks import Example, get_task
 
 Callback = Callable[[dict], None]
 
+
+def _import_heavy_modules() -> None:
+    """Import transformers' lazily-loaded classes now, in the importing (main) thread.
+
+    ``transformers`` resolves its names on first access; two threads that touch it first at the same moment
+    (two Starts at once in a fresh Streamlit server) made one fail with ``ImportError: cannot import name
+    'PreTrainedTokenizerFast'``. Resolving them once here, before any training thread exists, removes the race.
+    """
+    import safetensors.torch  # noqa: F401
+    import tokenizers  # noqa: F401
+    import transformers
+    from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel,  # noqa: F401
+                              PreTrainedTokenizerFast)
+
+
+_import_heavy_modules()
+
 # ----------------------------------------------------------------------------- device and threads
 
 

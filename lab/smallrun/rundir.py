@@ -396,6 +396,14 @@ def check_files(ckpt: Path) -> list[str]:
     return problems
 
 
+def _free_bytes(d: Path) -> Optional[int]:
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 def _fsync_tree(d: Path) -> None:
     for f in d.iterdir():
         if f.is_file():
@@ -442,14 +450,17 @@ def write_checkpoint(run: RunDir, step: int, write: Callable[[Path], None], weig
         else:
             os.rename(tmp, path)
         _fsync_dir(ckdir)
-    except Exception as exc:  # OSError, or the safetensors writer's own error type on a full disk
+    except Exception as exc:  # OSError, or a writer's own error type (torch.save raises RuntimeError on a full disk)
+        free = _free_bytes(ckdir)  # measured before the cleanup gives the space back
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, RunDirError):
             raise
         good = [p for p in complete_checkpoints(run.path) if p != path]
         where = f"the previous checkpoint {good[-1]} is intact and resumable (--resume)" if good else "no earlier checkpoint exists"
-        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        why = getattr(exc, "strerror", None) or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if free is not None and free < 256 * 1024 and "No space" not in why:
+            why = f"No space left on device: {free} bytes free; the writer said: {why}"
         raise CheckpointWriteError(f"checkpoint: could not write step {step} in {ckdir} ({why}); "
                                    f"{where}; no partial files were left") from exc
     return path
@@ -538,7 +549,11 @@ def load_pretrained_strict(path: str | Path):
     path = Path(path)
     if not path.is_dir():
         raise ValueError(f"model: {path} is not a checkpoint directory")
-    model, info = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, output_loading_info=True)
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, output_loading_info=True)
+    except Exception as exc:  # no weights file, a broken config, a truncated file: one line, never an IndexError later
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RunDirError(f"model: cannot load {path} ({type(exc).__name__}: {first})") from None
     tied = _tied_names(model)
     missing = [k for k in info.get("missing_keys", []) if k not in tied]
     if missing or info.get("unexpected_keys") or info.get("mismatched_keys") or info.get("error_msgs"):
@@ -548,7 +563,10 @@ def load_pretrained_strict(path: str | Path):
     m = read_manifest(path)
     if m is not None and m.get("weights_sha256") and weights_sha256(model) != m["weights_sha256"]:
         raise RunDirError(f"model: {path}: the weights' SHA-256 differs from the checkpoint's manifest (changed after it was written)")
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    try:
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except Exception as exc:
+        raise RunDirError(f"model: cannot load the tokenizer of {path} ({type(exc).__name__})") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return model, tok
@@ -580,9 +598,14 @@ def verify_run(path: str | Path) -> tuple[list[str], list[str]]:
         if m is not None and stamps.get(step) != m.get("weights_sha256"):
             probs.append(f"{ck}: weights SHA-256 in the manifest does not match the ledger's checkpoint record for step {step}"
                          if step in stamps else f"{ck}: the ledger has no checkpoint record for step {step}")
+        if not probs:
+            try:  # strict load: the weights themselves must hash to the stamp (a forged manifest is caught here)
+                load_pretrained_strict(ck)
+            except Exception as exc:
+                probs.append(f"{ck}: {exc}")
         problems += probs
         if not probs:
-            facts.append(f"{ck}: files match the manifest and the ledger's policy stamp")
+            facts.append(f"{ck}: files match the manifest, the weights match the ledger's policy stamp")
     fin = p / FINAL
     if fin.exists():
         probs = check_files(fin)
