@@ -75,3 +75,34 @@ def test_bad_data_lists_lines_and_trains_nothing(at, tmp_path):
     assert at.button(key="sr_start").disabled  # a browser user cannot start a run on a bad file
     at.text_input(key="sr_name").input("t-bad").run()
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize("name", ["../escape", "/tmp/abs", "a/b", ".."])
+def test_run_name_is_a_name_not_a_path(at, tmp_path, name):
+    """Reproduced: the run name reached outside the runs directory. Now a clear message and nothing created."""
+    outside = set(tmp_path.iterdir())
+    at.text_input(key="sr_name").input(name).run()
+    assert any("run name must be a plain name" in e.value for e in at.error)
+    assert at.button(key="sr_start").disabled and at.button(key="sr_resume").disabled
+    assert set(tmp_path.iterdir()) == outside
+
+
+def test_start_refuses_a_directory_the_lab_did_not_create(at, tmp_path):
+    """Reproduced: Start on an existing directory deleted the user's final/ and checkpoint files."""
+    mine = tmp_path / "runs" / "mine"
+    (mine / "final").mkdir(parents=True)
+    (mine / "final" / "notes.txt").write_text("do not touch")
+    at.text_input(key="sr_name").input("mine").run()
+    at.button(key="sr_start").click().run()
+    assert not at.exception
+    assert any("not a lab run" in e.value for e in at.error)
+    assert sorted(p.name for p in mine.rglob("*")) == ["final", "notes.txt"]
+    assert (mine / "final" / "notes.txt").read_text() == "do not touch"
+
+
+def test_bad_config_shows_one_message_and_creates_nothing(at, tmp_path):
+    at.text_input(key="sr_model").input(str(tmp_path / "no-such-model")).run()
+    at.text_input(key="sr_name").input("t-badmodel").run()
+    at.button(key="sr_start").click().run()
+    assert any("model:" in e.value and "not a directory" in e.value for e in at.error)
+    assert not (tmp_path / "runs" / "t-badmodel").exists()

@@ -463,3 +463,53 @@ def test_streamlit_run_directly_binds_localhost():
     finally:
         p.terminate()
         p.wait(timeout=30)
+
+
+# ----------------------------------------------------------------------------- properties (no model: fast)
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
+
+records = hst.lists(hst.dictionaries(hst.text(min_size=1, max_size=5), hst.one_of(hst.integers(), hst.floats(allow_nan=False), hst.text(max_size=8)),
+                                     max_size=4), min_size=2, max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(recs=records, data=hst.data())
+def test_property_any_edit_delete_or_reorder_breaks_the_chain(tmp_path_factory, recs, data):
+    d = tmp_path_factory.mktemp("chain")
+    led = ChainLedger(d / "l.jsonl")
+    for r in recs:
+        led.append({"type": "x", **{f"k{k}": v for k, v in r.items()}})
+    got, problems = led.verify()
+    assert problems == [] and len(got) == len(recs)
+    lines = (d / "l.jsonl").read_bytes().split(b"\n")[:-1]
+    i = data.draw(hst.integers(0, len(lines) - 1))
+    kind = data.draw(hst.sampled_from(["edit", "delete", "swap"]))
+    if kind == "edit":
+        rec = json.loads(lines[i])
+        rec["type"] = "y"
+        lines[i] = json.dumps(rec, sort_keys=True).encode()
+    elif kind == "delete":
+        if i == len(lines) - 1:
+            i -= 1  # deleting the last record leaves a valid shorter chain; the checkpoint manifests cover the tail
+        del lines[i]
+    else:
+        j = (i + 1) % len(lines)
+        if lines[i] == lines[j]:
+            return
+        lines[i], lines[j] = lines[j], lines[i]
+    (d / "l.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    assert ChainLedger(d / "l.jsonl").verify()[1], f"{kind} of line {i + 1} went unnoticed"
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=hst.text(max_size=30))
+def test_property_a_valid_run_name_is_one_component_inside_the_runs_dir(name):
+    root = Path("/tmp/runs-root-that-need-not-exist")
+    try:
+        p = run_path(root, name)
+    except ValueError as exc:
+        assert "run name" in str(exc)
+        return
+    assert p.parent == root and p.name == name.strip() and p.name not in (".", "..") and "/" not in p.name
