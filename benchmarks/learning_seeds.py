@@ -1,6 +1,6 @@
 """Every learning claim of the README and the tests, measured on several seeds.
 
-    nice .venv/bin/python benchmarks/learning_seeds.py [--seeds 0 1 2 3 4] [--only grpo-default test-grpo ...]
+    nice .venv/bin/python benchmarks/learning_seeds.py [--seeds 0 1 2 3 4] [--only grpo-default test-sft ...]
 
 Floating-point results differ across CPUs, so a learning threshold tuned on one machine and one seed can fail
 on the next machine. This script runs each claim's exact configuration once per seed (the seed changes the
@@ -13,7 +13,9 @@ Claims (name: configuration → what is measured):
 - ``grpo-default``: ``python -m lab.smallrun grpo`` (100 base SFT steps + 200 GRPO steps) → held-out exact
   match before → after GRPO, and the mean training reward over steps 1–10, 91–100 and 191–200.
 - ``dpo-default``: ``python -m lab.smallrun dpo`` → held-out preference accuracy and mean implicit margin.
-- ``test-sft``, ``test-grpo``, ``test-dpo``: the configurations of tests/test_smallrun.py's learning tests.
+- ``test-sft``, ``test-dpo``: the configurations of tests/test_smallrun.py's learning tests (the GRPO test trains
+  ``grpo-default``); ``grpo-short-lr1e-3``: the former GRPO test config (100 GRPO steps at lr 1e-3), which
+  gained +1 point on one seed and so made a poor test.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def claims() -> dict:
         "dpo-default": lambda s: RunConfig(algorithm="dpo", seed=s),
         # the configurations tests/test_smallrun.py trains (kept in step with the tests)
         "test-sft": lambda s: RunConfig(algorithm="sft", steps=120, eval_every=120, eval_size=100, save_every=1000, seed=s),
-        "test-grpo": lambda s: RunConfig(algorithm="grpo", steps=100, base_steps=100, eval_every=100, eval_size=200, save_every=1000,
-                                         seed=s, lr=1e-3, epsilon_high=0.28),
+        # test_grpo_raises_heldout_accuracy trains grpo-default (evaluation draws no random numbers, so evaluating
+        # less often changes nothing). The former, shorter test config, kept to show why it was dropped:
+        "grpo-short-lr1e-3": lambda s: RunConfig(algorithm="grpo", steps=100, base_steps=100, eval_every=100, eval_size=200,
+                                                 save_every=1000, seed=s, lr=1e-3, epsilon_high=0.28),
         "test-dpo": lambda s: RunConfig(algorithm="dpo", steps=60, base_steps=100, dpo_pairs=256, eval_every=60, eval_size=100,
                                         save_every=1000, seed=s),
     }
