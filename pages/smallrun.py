@@ -89,13 +89,13 @@ resume = b3.button("⟳ Resume", key="sr_resume", disabled=not name_ok)
 
 with shows_errors():
     if start:
+        if data_bytes.strip():  # kept under the runs directory by content hash, never inside another run
+            data_path = store_upload(RUNS, data_bytes if data_bytes.endswith(b"\n") else data_bytes + b"\n")
         cfg = RunConfig(algorithm=algo, task=task, data=str(data_path) if data_path else None, steps=int(steps) or None, lr=float(lr) or None,
                         batch_size=int(batch) or None, model=model_path.strip() or None, model_size=size, base_steps=int(base_steps),
                         beta=float(beta), epsilon=float(eps), epsilon_high=float(eps_high), group_size=int(group), scale=scale,
                         loss_type=loss_type, kl_beta=float(kl), eval_every=int(eval_every), eval_size=int(eval_size), seed=int(seed),
                         save_every=max(25, int(eval_every)))
-        if data_bytes.strip():  # kept under the runs directory by content hash, never inside another run
-            cfg.data = str(store_upload(RUNS, data_bytes if data_bytes.endswith(b"\n") else data_bytes + b"\n"))
         start_run(cfg, out)  # checks everything first: a refusal is shown here and nothing is created
         st.session_state["sr_current"] = str(out)
     if resume:

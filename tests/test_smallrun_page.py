@@ -106,3 +106,18 @@ def test_bad_config_shows_one_message_and_creates_nothing(at, tmp_path):
     at.button(key="sr_start").click().run()
     assert any("model:" in e.value and "not a directory" in e.value for e in at.error)
     assert not (tmp_path / "runs" / "t-badmodel").exists()
+
+
+def test_pasted_data_is_kept_under_runs_and_trains(at, tmp_path):
+    rows = '{"prompt": "rev ab=", "completion": "ba"}\n{"prompt": "rev abc=", "completion": "cba"}\n'
+    at.text_area(key="sr_paste").input(rows).run()
+    at.number_input(key="sr_steps").set_value(3).run()
+    at.text_input(key="sr_name").input("t-data").run()
+    at.button(key="sr_start").click().run()
+    wait_for(at, lambda a: "state: **done**" in state(a))
+    import json
+
+    cfg = json.loads((tmp_path / "runs" / "t-data" / "run_config.json").read_text())
+    kept = Path(cfg["data"])
+    assert kept.parent == tmp_path / "runs" / ".uploads" and kept.read_text() == rows
+    assert not (tmp_path / "runs" / "t-data" / "data.jsonl").exists()

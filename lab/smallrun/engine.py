@@ -467,7 +467,7 @@ class SmallRun:
                               "advantages": adv[: cfg.group_size].tolist(),
                               "tokens": [[self.tokenizer.decode([t]) for t, k in zip(row, mk) if k] for row, mk in
                                          zip(comp[: cfg.group_size].tolist(), cmask[: cfg.group_size].tolist())]}
-        return {"loss": float(loss), "reward": float(rewards.mean()), "reward_std": float(group_std.mean()),
+        return {"loss": float(loss.detach()), "reward": float(rewards.mean()), "reward_std": float(group_std.mean()),
                 "frac_reward_zero_std": float(zero_spread.float().mean()),
                 "entropy": float((ent * mask).sum() / mask.sum()), "completions/mean_length": float(mask.sum(-1).mean()),
                 **m}
