@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -94,20 +95,22 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
+def atomic_write_text(path: str | Path, text: str, fsync: bool = True) -> None:
     """Write ``text`` to a temporary file beside ``path``, fsync, rename over ``path``. A failure leaves no temporary file."""
     path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}-{threading.get_ident()}")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if fsync:
+        _fsync_dir(path.parent)
 
 
 def sha256_file(path: Path) -> str:
@@ -267,11 +270,17 @@ def _jsonable(o: Any) -> Any:
 class ChainLedger:
     """An append-only JSON-lines ledger in which each record carries ``prev_sha256``, the SHA-256 of the
     previous line's bytes (``GENESIS`` for the first). Appends are one ``write`` + fsync; a failed append is
-    rolled back to the previous length, so the file never keeps half a line."""
+    rolled back to the previous length, so the file never keeps half a line.
+
+    The chain shows an edit, deletion or reorder of any record that has a successor; the last record has
+    none, so the count and hash of the last line are also kept beside the ledger (``ledger.jsonl.head``).
+    Without a secret key this catches edits made by hand, not a forger who recomputes every hash."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.head_path = self.path.with_name(self.path.name + ".head")
         self._head: Optional[str] = None  # hash of the last line, once known
+        self._count: Optional[int] = None
 
     @staticmethod
     def line_hash(line: bytes) -> str:
@@ -285,6 +294,7 @@ class ChainLedger:
         data = self.path.read_bytes()
         if not data.endswith(b"\n"):
             raise RunDirError(f"ledger: {self.path}: the last line is truncated (a crash mid-write); refusing to append after it")
+        self._count = data.count(b"\n")
         return self.line_hash(data[:-1].rsplit(b"\n", 1)[-1])
 
     def append(self, record: dict) -> str:
@@ -308,6 +318,9 @@ class ChainLedger:
         finally:
             os.close(fd)
         self._head = self.line_hash(line)
+        self._count = (self._count or 0) + 1
+        # not fsynced: after a crash the head may lag the ledger by a record, which verify accepts
+        atomic_write_text(self.head_path, json.dumps({"records": self._count, "sha256": self._head}), fsync=False)
         return self._head
 
     def read(self) -> tuple[list[dict], bool]:
@@ -351,6 +364,17 @@ class ChainLedger:
             prev = self.line_hash(ln)
         if not records and not problems:
             problems.append("no records")
+        body = lines[:-1]
+        try:
+            head = json.loads(self.head_path.read_text())
+            n, h = int(head["records"]), str(head["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            problems.append(f"{self.head_path.name}: missing or unreadable (the last record cannot be checked)")
+            return records, problems
+        if n > len(body):
+            problems.append(f"{len(body)} records, but {n} were written (records at the end were deleted)")
+        elif n >= 1 and self.line_hash(body[n - 1]) != h:
+            problems.append(f"line {n}: differs from what was written (the last record at that time was edited)")
         return records, problems
 
 
