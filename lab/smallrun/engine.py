@@ -423,8 +423,9 @@ class SmallRun:
         self._optimize(loss)
         self._last_samples = {"type": "samples", "step": step, "prompt": batch[0]["prompt"], "chosen": batch[0]["chosen"],
                               "rejected": batch[0]["rejected"], "reward_chosen": float(cr[0]), "reward_rejected": float(rj[0]),
-                              "logp_chosen": float(c[0]), "logp_rejected": float(r[0])}
-        return {"loss": float(loss), **dpo_metrics(cr, rj), "logps/chosen": float(c.mean()), "logps/rejected": float(r.mean())}
+                              "logp_chosen": float(c[0].detach()), "logp_rejected": float(r[0].detach())}
+        return {"loss": float(loss.detach()), **dpo_metrics(cr, rj), "logps/chosen": float(c.detach().mean()),
+                "logps/rejected": float(r.detach().mean())}
 
     # -- GRPO ----------------------------------------------------------------------------------------
 
