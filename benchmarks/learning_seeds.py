@@ -16,6 +16,18 @@ Claims (name: configuration → what is measured):
 - ``test-sft``, ``test-dpo``: the configurations of tests/test_smallrun.py's learning tests (the GRPO test trains
   ``grpo-default``); ``grpo-short-lr1e-3``: the former GRPO test config (100 GRPO steps at lr 1e-3), which
   gained +1 point on one seed and so made a poor test.
+
+Measured on 2026-11-30 on the project's 2-core CPU (seeds 0–4, held-out exact match unless said otherwise):
+
+- sft-default: 0% -> 98.0–100% (98.5, 100, 100, 100, 98.0); at step 150: 66.5–100% (mean 80.7%).
+- grpo-default: 24.0–58.0% -> 48.5–99.0%; gain +24.5 to +41.0 points (26.0, 41.0, 24.5, 39.0, 37.5; mean +33.6);
+  mean training reward over steps 1–10 / 91–100 / 191–200: 0.33 / 0.51 / 0.64 (worst seed 0.23 / 0.33 / 0.435).
+- dpo-default: held-out preference accuracy 74.5–83.5% -> 82.4–97.5%, gain +7.9 to +16.5 points (mean +12.7);
+  mean implicit margin 0 -> 0.53–1.00 (mean 0.69); held-out exact match 37.7% -> 33.1% (mean: DPO on verifier
+  pairs ranks answers better but does not raise greedy exact match here).
+- test-sft (120 steps): 0% -> 40–94% (mean 66%). test-dpo (60 steps, 256 pairs): preference accuracy gain +5.2 to
+  +12 points, margin 0.147–0.451.
+- grpo-short-lr1e-3 (the former GRPO test config): gain +1.0 to +20.0 points (20.0, 16.0, 1.0, 17.5, 9.5).
 """
 
 from __future__ import annotations
