@@ -511,3 +511,33 @@ def test_property_a_valid_run_name_is_one_component_inside_the_runs_dir(name):
         assert "run name" in str(exc)
         return
     assert p.parent == root and p.name == name.strip() and p.name not in (".", "..") and "/" not in p.name
+
+
+def test_failing_write_without_root_keeps_the_previous_checkpoint(tmp_path):
+    """The same guarantee where tmpfs cannot be mounted: after the first checkpoint the process's file-size
+    limit (RLIMIT_FSIZE) is lowered, so the kernel fails the next checkpoint's writes (EFBIG) for real."""
+    code = (
+        "import resource, signal, sys, torch\n"
+        "torch.set_num_threads(1)\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write returns EFBIG instead of killing us\n"
+        "from lab.smallrun import RunConfig, SmallRun\n"
+        "from lab.smallrun.rundir import CheckpointWriteError\n"
+        "def cb(e):\n"
+        "    if e['type'] == 'checkpoint' and e['step'] == 2:\n"
+        "        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, resource.RLIM_INFINITY))\n"
+        "cfg = RunConfig(algorithm='sft', steps=6, batch_size=4, eval_every=100, eval_size=4, save_every=2, model_size='tiny')\n"
+        "try:\n"
+        "    SmallRun(cfg, sys.argv[1], callback=cb).run()\n"
+        "except CheckpointWriteError as exc:\n"
+        "    print('REFUSED', exc)\n")
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "REFUSED" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "step-000002 is intact and resumable" in r.stdout
+    assert [p.name for p in rundir.checkpoint_dirs(out)] == ["step-000002"]
+    assert not [p for p in out.rglob("*") if p.name.startswith((".tmp", ".final."))], "stray temporary files"
+    resumed = SmallRun(RunConfig(), out, resume=True)
+    assert resumed.step == 2
+    resumed.run()
+    assert resumed.step == 6 and verify_run(out)[1] == []
