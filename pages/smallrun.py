@@ -12,7 +12,8 @@ import torch
 from lab.smallrun import TASKS, RunConfig, pick_device
 from lab.smallrun.config import ALGORITHM_DEFAULTS
 from lab.smallrun.data import validate_lines
-from lab.smallrun.live import get_run, read_ledger_metrics, start_run
+from lab.smallrun.live import get_run, read_ledger_metrics, start_run, store_upload
+from lab.smallrun.rundir import run_path
 from labui import figure, header, route_through_app, shows_errors
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
@@ -65,10 +66,10 @@ with st.expander("More: base stage, evaluation, seed, your own data"):
     up = st.file_uploader(f"JSONL training file ({kind} format, TRL's fields)", type=["jsonl", "json", "txt"], key="sr_upload")
     paste = st.text_area("…or paste JSONL lines", key="sr_paste", height=90)
 
-data_text = up.getvalue().decode("utf-8", "replace") if up is not None else paste
+data_bytes = up.getvalue() if up is not None else paste.encode("utf-8")
 data_path, data_ok = None, True
-if data_text.strip():
-    recs, bad = validate_lines(data_text.splitlines(), kind)
+if data_bytes.strip():
+    recs, bad = validate_lines(data_bytes.split(b"\n"), kind)  # bytes: bad UTF-8 is reported with its line
     if bad:
         data_ok = False
         st.error(f"The data file has {len(bad)} bad line(s); nothing will train on it:\n\n" + "\n".join(f"- {b}" for b in bad[:50]))
@@ -76,34 +77,32 @@ if data_text.strip():
         st.success(f"Data file OK: {len(recs)} {kind} records.")
 
 name = st.text_input("run name", value=st.session_state.get("sr_name_default") or f"{algo}-{task}-{time.strftime('%H%M%S')}", key="sr_name")
-out = RUNS / name
+try:  # a name, not a path: nothing is created or deleted outside the runs directory
+    out, name_ok = run_path(RUNS, name), True
+except ValueError as exc:
+    out, name_ok = None, False
+    st.error(f"⚠️ {exc}")
 b1, b2, b3 = st.columns(3)
-start = b1.button("▶ Start", type="primary", key="sr_start", disabled=not data_ok)
+start = b1.button("▶ Start", type="primary", key="sr_start", disabled=not (data_ok and name_ok))
 stop = b2.button("■ Stop", key="sr_stop")
-resume = b3.button("⟳ Resume", key="sr_resume")
+resume = b3.button("⟳ Resume", key="sr_resume", disabled=not name_ok)
 
 with shows_errors():
     if start:
-        if data_text.strip():
-            out.mkdir(parents=True, exist_ok=True)
-            data_path = out / "data.jsonl"
-            data_path.write_text(data_text if data_text.endswith("\n") else data_text + "\n")
+        if data_bytes.strip():  # kept under the runs directory by content hash, never inside another run
+            data_path = store_upload(RUNS, data_bytes if data_bytes.endswith(b"\n") else data_bytes + b"\n")
         cfg = RunConfig(algorithm=algo, task=task, data=str(data_path) if data_path else None, steps=int(steps) or None, lr=float(lr) or None,
                         batch_size=int(batch) or None, model=model_path.strip() or None, model_size=size, base_steps=int(base_steps),
                         beta=float(beta), epsilon=float(eps), epsilon_high=float(eps_high), group_size=int(group), scale=scale,
                         loss_type=loss_type, kl_beta=float(kl), eval_every=int(eval_every), eval_size=int(eval_size), seed=int(seed),
                         save_every=max(25, int(eval_every)))
-        if (out / "run_config.json").exists() and any((out / "checkpoints").glob("step-*")):
-            raise ValueError(f"run name: {name!r} already exists; choose another name or press Resume")
-        start_run(cfg, out)
+        start_run(cfg, out)  # checks everything first: a refusal is shown here and nothing is created
         st.session_state["sr_current"] = str(out)
     if resume:
-        if not (out / "run_config.json").exists():
-            raise ValueError(f"run name: {name!r} has no run to resume")
         start_run(RunConfig(), out, resume=True)
         st.session_state["sr_current"] = str(out)
     if stop:
-        cur = get_run(st.session_state.get("sr_current", out))
+        cur = get_run(st.session_state.get("sr_current") or out or RUNS)
         if cur is None or not cur.alive:
             raise ValueError("no run is training in this session to stop")
         cur.stop()

@@ -38,7 +38,8 @@ def test_sft_learns_and_parameters_change(tmp_path):
     losses = [h["loss"] for h in run.history if h["type"] == "step"]
     assert sum(losses[-10:]) / 10 < 0.5 * sum(losses[:10]) / 10
     assert any(not torch.equal(w0[k], v) for k, v in weights(run).items())
-    assert s["after"] > s["before"] and s["after"] >= 0.5
+    # seeds 0–4 (benchmarks/learning_seeds.py test-sft): 0% -> 40–94% after 120 steps; the threshold sits below the worst
+    assert s["after"] > s["before"] and s["after"] >= 0.25
     recs = [json.loads(l) for l in (tmp_path / "sft" / "ledger.jsonl").read_text().splitlines()]
     assert recs[0]["type"] == "config" and "torch" in recs[0]["versions"] and recs[0]["seed"] == 0
     assert any(r["type"] == "checkpoint" and len(r["policy_stamp"]) == 64 for r in recs)
@@ -68,15 +69,20 @@ def test_resume_is_exact(tmp_path, algorithm):
 
 
 def test_grpo_raises_heldout_accuracy(tmp_path):
-    cfg = RunConfig(algorithm="grpo", steps=100, base_steps=100, eval_every=100, eval_size=200, save_every=1000, seed=0, lr=1e-3,
-                    epsilon_high=0.28)
+    """The README's default GRPO run (100 base SFT steps, then 200 GRPO steps at lr 3e-4). Evaluation is greedy and
+    draws no random numbers, so evaluating only at the start and end trains exactly as the default does.
+
+    Measured by benchmarks/learning_seeds.py (grpo-default), seeds 0–4: start 24–58%, gain +24.5 to +41 points.
+    The former test config (100 GRPO steps at lr 1e-3) gained only +1 point on seed 2 (+9.5 on seed 4), which
+    is why another machine saw 44.5% -> 53.5%: it is no longer used. Thresholds sit well below the worst seed."""
+    cfg = RunConfig(algorithm="grpo", seed=0, eval_every=200, save_every=1000)
     run = SmallRun(cfg, tmp_path / "grpo")
     s = run.run()
     steps = [h for h in run.history if h["type"] == "step"]
     for key in ("reward", "reward_std", "frac_reward_zero_std", "clip_ratio/region_mean", "entropy", "completions/mean_length"):
         assert key in steps[-1]
-    assert 0.2 <= s["before"] <= 0.6  # a weak starting policy: RL has signal
-    assert s["after"] >= s["before"] + 0.1
+    assert 0.1 <= s["before"] <= 0.75  # a weak starting policy: RL has signal (seeds 0–4: 24–58%)
+    assert s["after"] >= s["before"] + 0.10  # worst of seeds 0–4: +24.5 points
 
 
 def test_dpo_raises_margin_and_preference_accuracy(tmp_path):
@@ -85,7 +91,8 @@ def test_dpo_raises_margin_and_preference_accuracy(tmp_path):
     s = run.run()
     ev = [h for h in run.history if h["type"] == "eval"]
     assert ev[0]["eval/rewards/margins"] == pytest.approx(0.0, abs=1e-6)
-    assert ev[-1]["eval/rewards/margins"] > 0.2
+    # seeds 0–4 (benchmarks/learning_seeds.py test-dpo): margin 0.147–0.451, preference accuracy gain +5.2 to +12 points
+    assert ev[-1]["eval/rewards/margins"] > 0.05
     assert s["after"] >= s["before"]
     last = [h for h in run.history if h["type"] == "step"][-1]
     assert {"rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies"} <= set(last)

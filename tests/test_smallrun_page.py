@@ -75,3 +75,49 @@ def test_bad_data_lists_lines_and_trains_nothing(at, tmp_path):
     assert at.button(key="sr_start").disabled  # a browser user cannot start a run on a bad file
     at.text_input(key="sr_name").input("t-bad").run()
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize("name", ["../escape", "/tmp/abs", "a/b", ".."])
+def test_run_name_is_a_name_not_a_path(at, tmp_path, name):
+    """Reproduced: the run name reached outside the runs directory. Now a clear message and nothing created."""
+    outside = set(tmp_path.iterdir())
+    at.text_input(key="sr_name").input(name).run()
+    assert any("run name must be a plain name" in e.value for e in at.error)
+    assert at.button(key="sr_start").disabled and at.button(key="sr_resume").disabled
+    assert set(tmp_path.iterdir()) == outside
+
+
+def test_start_refuses_a_directory_the_lab_did_not_create(at, tmp_path):
+    """Reproduced: Start on an existing directory deleted the user's final/ and checkpoint files."""
+    mine = tmp_path / "runs" / "mine"
+    (mine / "final").mkdir(parents=True)
+    (mine / "final" / "notes.txt").write_text("do not touch")
+    at.text_input(key="sr_name").input("mine").run()
+    at.button(key="sr_start").click().run()
+    assert not at.exception
+    assert any("not a lab run" in e.value for e in at.error)
+    assert sorted(p.name for p in mine.rglob("*")) == ["final", "notes.txt"]
+    assert (mine / "final" / "notes.txt").read_text() == "do not touch"
+
+
+def test_bad_config_shows_one_message_and_creates_nothing(at, tmp_path):
+    at.text_input(key="sr_model").input(str(tmp_path / "no-such-model")).run()
+    at.text_input(key="sr_name").input("t-badmodel").run()
+    at.button(key="sr_start").click().run()
+    assert any("model:" in e.value and "not a directory" in e.value for e in at.error)
+    assert not (tmp_path / "runs" / "t-badmodel").exists()
+
+
+def test_pasted_data_is_kept_under_runs_and_trains(at, tmp_path):
+    rows = '{"prompt": "rev ab=", "completion": "ba"}\n{"prompt": "rev abc=", "completion": "cba"}\n'
+    at.text_area(key="sr_paste").input(rows).run()
+    at.number_input(key="sr_steps").set_value(3).run()
+    at.text_input(key="sr_name").input("t-data").run()
+    at.button(key="sr_start").click().run()
+    wait_for(at, lambda a: "state: **done**" in state(a))
+    import json
+
+    cfg = json.loads((tmp_path / "runs" / "t-data" / "run_config.json").read_text())
+    kept = Path(cfg["data"])
+    assert kept.parent == tmp_path / "runs" / ".uploads" and kept.read_text() == rows
+    assert not (tmp_path / "runs" / "t-data" / "data.jsonl").exists()

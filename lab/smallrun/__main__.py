@@ -1,4 +1,10 @@
-"""python -m lab.smallrun {sft,dpo,grpo} --task reversal --steps N --out runs/NAME [--resume] [--model PATH] [--device auto] [--seed S]"""
+"""python -m lab.smallrun {sft,dpo,grpo} --task reversal --steps N --out runs/NAME [--resume] [--model PATH] [--device auto] [--seed S]
+python -m lab.smallrun verify RUN_DIR      (ledger hash chain, checkpoints against manifests and policy stamps)
+
+Exit codes: 0 done; 1 a run failed while training (e.g. a full disk; the message names the checkpoint that is
+intact) or ``verify`` found problems; 2 the config, data, model, device or run directory was refused before
+anything was created or trained.
+"""
 
 from __future__ import annotations
 
@@ -37,23 +43,44 @@ def parse(argv: list[str] | None = None) -> tuple[RunConfig, argparse.Namespace]
     ap.add_argument("--eval-every", type=int, default=RunConfig.eval_every)
     ap.add_argument("--eval-size", type=int, default=RunConfig.eval_size)
     ap.add_argument("--save-every", type=int, default=RunConfig.save_every)
+    ap.add_argument("--keep", type=int, default=RunConfig.keep, help="checkpoints to keep (the newest); final/ is kept besides them")
     ap.add_argument("--threads", type=int, default=0)
     a = ap.parse_args(argv)
     cfg = RunConfig(algorithm=a.algorithm, task=a.task, data=a.data, steps=a.steps, seed=a.seed, lr=a.lr, batch_size=a.batch_size,
                     model=a.model, model_size=a.model_size, base_steps=a.base_steps, beta=a.beta, group_size=a.group_size,
                     epsilon=a.epsilon, epsilon_high=a.epsilon_high, scale=a.scale, loss_type=a.loss_type, kl_beta=a.kl_beta,
-                    num_iterations=a.num_iterations, eval_every=a.eval_every, eval_size=a.eval_size, save_every=a.save_every,
+                    num_iterations=a.num_iterations, eval_every=a.eval_every, eval_size=a.eval_size, save_every=a.save_every, keep=a.keep,
                     device=a.device, threads=a.threads)
     a.out = a.out or f"runs/{a.algorithm}-{a.task}-s{a.seed}"
     return cfg, a
 
 
+def verify(argv: list[str]) -> int:
+    from lab.smallrun.rundir import verify_run
+
+    ap = argparse.ArgumentParser(prog="python -m lab.smallrun verify", description="Check a run directory: the ledger's hash chain, "
+                                 "every checkpoint against its manifest and the ledger's policy stamp, final/ and the base stage.")
+    ap.add_argument("run_dir")
+    a = ap.parse_args(argv)
+    facts, problems = verify_run(a.run_dir)
+    for f in facts:
+        print(f"ok: {f}")
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    print(f"{a.run_dir}: " + ("verified, no problems" if not problems else f"{len(problems)} problem(s)"))
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["verify"]:
+        return verify(argv[1:])
     warnings.filterwarnings("ignore")
     import transformers
     from tqdm import tqdm
 
     from lab.smallrun.engine import SmallRun
+    from lab.smallrun.rundir import CheckpointWriteError
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -82,13 +109,19 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         run = SmallRun(cfg, a.out, callback=on_event, resume=a.resume)
+    except (DataFileError, ValueError) as exc:  # refused before anything was created or trained
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (CheckpointWriteError, RuntimeError) as exc:  # the base stage failed or was stopped while training
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    try:
         s = run.run()
-    except DataFileError as exc:
+    except (CheckpointWriteError, ValueError) as exc:
+        for b in bars.values():
+            b.close()
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 1
     finally:
         for b in bars.values():
             b.close()

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 MODEL_SIZES = {
@@ -82,6 +86,8 @@ class RunConfig:
     """Number of held-out prompts (or preference pairs) evaluated."""
     save_every: int = 100
     """Checkpoint every this many steps (and at the end, and on stop)."""
+    keep: int = 3
+    """Checkpoints kept in checkpoints/ (the newest ones); final/ is kept besides them."""
     device: str = "auto"
     """"auto" picks cuda, then mps, then cpu; or name one."""
     threads: int = 0
@@ -90,30 +96,168 @@ class RunConfig:
     """Use bf16 autocast on CUDA devices that support it (ignored on CPU)."""
 
     def __post_init__(self) -> None:
+        """Validate every field before anything is created or trained: one ``ValueError`` naming the field."""
         if self.algorithm not in ("sft", "dpo", "grpo"):
             raise ValueError(f"algorithm must be sft, dpo or grpo; got {self.algorithm!r}")
         d = ALGORITHM_DEFAULTS[self.algorithm]
         for name in ("steps", "lr", "batch_size"):  # resolved once, so the stored config says what ran
             if getattr(self, name) is None:
                 setattr(self, name, d[name])
-        if self.model_size not in MODEL_SIZES:
-            raise ValueError(f"model_size must be one of {list(MODEL_SIZES)}; got {self.model_size!r}")
-        for name in ("steps", "batch_size", "max_new_tokens", "eval_every", "eval_size", "save_every", "group_size", "num_iterations", "dpo_candidates", "dpo_pairs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be > 0; got {self.lr}")
-        if self.beta <= 0:
-            raise ValueError(f"beta must be > 0; got {self.beta}")
-        if self.group_size < 2:
-            raise ValueError(f"group_size must be >= 2; got {self.group_size}")
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0; got {self.temperature}")
+        from lab.smallrun.tasks import TASKS
+
+        choices = {"task": list(TASKS), "model_size": list(MODEL_SIZES), "scale": ["group", "batch", "none"],
+                   "loss_type": ["grpo", "bnpo", "dr_grpo", "dapo"]}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
+        ints = {"steps": 1, "batch_size": 1, "max_new_tokens": 1, "eval_every": 1, "eval_size": 1, "save_every": 1, "group_size": 2,
+                "num_iterations": 1, "dpo_candidates": 1, "dpo_pairs": 1, "base_steps": 1, "keep": 1, "seed": 0, "warmup_steps": 0,
+                "threads": 0}
+        for name, low in ints.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"{name} must be an integer; got {v!r}")
+            if v < low:
+                raise ValueError(f"{name} must be >= {low}; got {v}")
+        # floats: finite, in range (an inf learning rate would only fail after training started)
+        def real(name: str) -> float:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number; got {v!r}")
+            setattr(self, name, float(v))
+            return float(v)
+        for name in ("lr", "beta", "temperature"):
+            if real(name) <= 0:
+                raise ValueError(f"{name} must be > 0; got {getattr(self, name)}")
+        for name in ("weight_decay", "max_grad_norm", "kl_beta"):
+            if real(name) < 0:
+                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
+        if not 0 < real("epsilon") < 1:
+            raise ValueError(f"epsilon must be in (0, 1) (a clip width of the ratio around 1); got {self.epsilon}")
+        if self.epsilon_high is not None and real("epsilon_high") <= 0:
+            raise ValueError(f"epsilon_high must be > 0 (or None for epsilon); got {self.epsilon_high}")
+        if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device):
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps; got {self.device!r}")
+        for name in ("data", "model"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or not v.strip()):
+                raise ValueError(f"{name} must be a path or None; got {v!r}")
+        if not isinstance(self.bf16, bool):
+            raise ValueError(f"bf16 must be True or False; got {self.bf16!r}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
+        if not isinstance(d, dict):
+            raise ValueError(f"config must be a JSON object; got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+# ----------------------------------------------------------------------------- the environment: checked before anything is created
+
+
+def context_length(model_config: dict) -> Optional[int]:
+    """The model's maximum sequence length from its config.json (GPT-2: n_positions; others: max_position_embeddings)."""
+    for k in ("n_positions", "max_position_embeddings", "n_ctx", "seq_length"):
+        v = model_config.get(k)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def read_model_config(path: str) -> dict:
+    """``config.json`` of a local checkpoint directory, or a one-line ``ValueError`` naming ``model``."""
+    p = Path(path)
+    if not p.is_dir():
+        raise ValueError(f"model: {path} is not a directory (a local checkpoint directory is needed; nothing is downloaded)")
+    f = p / "config.json"
+    if not f.is_file():
+        raise ValueError(f"model: {path} has no config.json (not a transformers checkpoint directory)")
+    try:
+        cfg = json.loads(f.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"model: {f} is not valid JSON ({getattr(exc, 'msg', None) or exc.reason})") from None
+    if not isinstance(cfg, dict) or "model_type" not in cfg:
+        raise ValueError(f"model: {f} is not a model config (no model_type)")
+    weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+    if not any((p / w).is_file() for w in weights):
+        raise ValueError(f"model: {path} has no weights file (none of {', '.join(weights)}); a broken or partial copy?")
+    return cfg
+
+
+def check_device(name: str):
+    """The torch device for ``name``, refusing devices this machine does not have (one line, naming ``device``)."""
+    import torch
+
+    if name == "auto":
+        from lab.smallrun.engine import pick_device
+
+        return pick_device("auto")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device: {name} requested but CUDA is not available here (torch {torch.__version__}, "
+                             f"torch.cuda.is_available() is False); use --device cpu or auto")
+        idx = int(name.split(":")[1]) if ":" in name else 0
+        if idx >= torch.cuda.device_count():
+            raise ValueError(f"device: {name} requested but only {torch.cuda.device_count()} CUDA device(s) exist")
+    if name == "mps" and not (getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()):
+        raise ValueError("device: mps requested but the Apple GPU backend is not available here; use --device cpu or auto")
+    return torch.device(name)
+
+
+def validate_environment(cfg: RunConfig) -> dict:
+    """Everything about a config that depends on files and hardware, checked before anything is created:
+    the device exists, the data file exists and every line is valid, the model directory holds a readable
+    config, and every prompt (with its completion, or with ``max_new_tokens``) fits the model's context.
+    Returns ``{"device", "records", "context"}``; raises one ``ValueError`` naming the argument otherwise."""
+    from lab.smallrun.data import load_jsonl_lines
+    from lab.smallrun.tasks import get_task
+
+    device = check_device(cfg.device)
+    records, lines = None, []
+    if cfg.data:
+        if not Path(cfg.data).is_file():
+            raise ValueError(f"data: file not found: {cfg.data}")
+        records, lines = load_jsonl_lines(cfg.data, {"sft": "sft", "dpo": "preference", "grpo": "rl"}[cfg.algorithm])
+    if cfg.model:
+        mcfg = read_model_config(cfg.model)
+        ctx = context_length(mcfg)
+        try:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(cfg.model, local_files_only=True)
+        except Exception as exc:  # a broken tokenizer file: one line, not a traceback
+            raise ValueError(f"model: cannot load the tokenizer of {cfg.model} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        count = lambda t: len(tok(t, add_special_tokens=False)["input_ids"])
+    else:
+        from lab.models import tiny_gpt2  # noqa: F401  (the fresh model's context is tiny_gpt2's n_positions)
+        import inspect
+
+        ctx = inspect.signature(tiny_gpt2).parameters["n_positions"].default
+        count = len  # the character tokenizer: one token per character
+    if ctx is not None:
+        gen = cfg.max_new_tokens
+        if records is not None:
+            from lab.smallrun.data import sft_pairs
+
+            if cfg.algorithm == "sft":
+                lens = [(i, count(p) + count(c) + 1) for i, (p, c) in zip(lines, sft_pairs(records))]
+                what = "prompt + completion + eos"
+            elif cfg.algorithm == "dpo":
+                lens = [(i, count(r["prompt"]) + max(count(r["chosen"]), count(r["rejected"])) + 1) for i, r in zip(lines, records)]
+                what = "prompt + longer response + eos"
+            else:
+                lens = [(i, count(r["prompt"]) + gen) for i, r in zip(lines, records)]
+                what = f"prompt + max_new_tokens ({gen})"
+            for i, n in lens:
+                if n > ctx:
+                    raise ValueError(f"data: line {i}: {what} is {n} tokens, longer than the model's context of {ctx} tokens")
+        task = get_task(cfg.task)
+        longest = max(count(e.prompt) + max(gen, count(e.answer) + 1) for e in task.sample(256, seed=cfg.seed) + task.heldout(min(cfg.eval_size, 256)))
+        if longest > ctx:
+            raise ValueError(f"max_new_tokens: a {cfg.task} prompt plus {gen} new tokens is {longest} tokens, longer than the model's "
+                             f"context of {ctx} tokens")
+    return {"device": device, "records": records, "context": ctx}

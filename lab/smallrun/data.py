@@ -56,11 +56,17 @@ def _check_record(rec: object, kind: str) -> str | None:
     return need_str("prompt", "answer")
 
 
-def validate_lines(lines: list[str], kind: str) -> tuple[list[dict], list[BadLine]]:
+def _validate(lines: list[str | bytes], kind: str) -> tuple[list[dict], list[int], list[BadLine]]:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)}; got {kind!r}")
-    records, bad = [], []
+    records, numbers, bad = [], [], []
     for n, line in enumerate(lines, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad.append(BadLine(n, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"))
+                continue
         if not line.strip():
             continue
         try:
@@ -73,14 +79,29 @@ def validate_lines(lines: list[str], kind: str) -> tuple[list[dict], list[BadLin
             bad.append(BadLine(n, err))
         else:
             records.append(rec)
+            numbers.append(n)
     if not records and not bad:
         bad.append(BadLine(0, "the file has no records"))
+    return records, numbers, bad
+
+
+def validate_lines(lines: list[str | bytes], kind: str) -> tuple[list[dict], list[BadLine]]:
+    """``(records, bad_lines)`` for JSONL lines (``str``, or ``bytes`` decoded as UTF-8 line by line)."""
+    records, _, bad = _validate(lines, kind)
     return records, bad
+
+
+def _read_lines(path: str | Path) -> list[bytes]:
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"data: file not found: {path}")
+    # bytes, split on newlines and decoded line by line, so that bad UTF-8 is reported with its line number
+    return p.read_bytes().split(b"\n")
 
 
 def validate_jsonl(path: str | Path, kind: str) -> tuple[list[dict], list[BadLine]]:
     """``(records, bad_lines)`` for a JSONL file of the given kind."""
-    return validate_lines(Path(path).read_text(encoding="utf-8").splitlines(), kind)
+    return validate_lines(_read_lines(path), kind)
 
 
 class DataFileError(ValueError):
@@ -91,10 +112,15 @@ class DataFileError(ValueError):
 
 def load_jsonl(path: str | Path, kind: str) -> list[dict]:
     """The records of a valid file; ``DataFileError`` listing every bad line otherwise."""
-    records, bad = validate_jsonl(path, kind)
+    return load_jsonl_lines(path, kind)[0]
+
+
+def load_jsonl_lines(path: str | Path, kind: str) -> tuple[list[dict], list[int]]:
+    """``(records, line_numbers)`` of a valid file (the line each record came from); ``DataFileError`` otherwise."""
+    records, numbers, bad = _validate(_read_lines(path), kind)
     if bad:
         raise DataFileError(str(path), bad)
-    return records
+    return records, numbers
 
 
 def sft_pairs(records: list[dict]) -> list[tuple[str, str]]:

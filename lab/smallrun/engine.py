@@ -7,6 +7,10 @@ checkpoints and the run ledger → the loop.
 Reproducibility: each step's data and sampling depend only on (seed, step), checkpoints hold the model
 (safetensors), optimizer, scheduler and RNG states, and are loaded with ``weights_only=True``; a resumed
 run therefore continues exactly (bitwise on CPU).
+
+Safety: the whole config is validated before anything is created (``config.validate_environment``);
+everything on disk goes through ``lab.smallrun.rundir`` (marker, lock, hash-chained ledger, atomic and
+verified checkpoints, the last ``keep`` kept, atomic ``final/``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import hashlib
 import json
 import platform
 import random
-import shutil
 import subprocess
 import threading
 import time
@@ -25,19 +28,36 @@ from typing import Callable, Optional
 
 import torch
 
-from lab.agentic import Ledger
 from lab.dpo import dpo_loss, dpo_metrics
 from lab.grpo import group_advantages, group_stats, grpo_loss
 from lab.kl import entropy_from_logits
-from lab.models import char_tokenizer, load_pretrained, tiny_gpt2
+from lab.models import char_tokenizer, tiny_gpt2
 from lab.replay import PolicyStamp
 from lab.sft import Segment, loss_mask, sft_loss, token_logprobs
-from lab.smallrun.config import ALGORITHM_DEFAULTS, MODEL_SIZES, RunConfig
-from lab.smallrun import fastgen
+from lab.smallrun.config import ALGORITHM_DEFAULTS, MODEL_SIZES, RunConfig, validate_environment
+from lab.smallrun import fastgen, rundir
 from lab.smallrun.data import load_jsonl, sft_pairs
+from lab.smallrun.rundir import ChainLedger, CheckpointWriteError, RunDir, RunDirError
 from lab.smallrun.tasks import Example, get_task
 
 Callback = Callable[[dict], None]
+
+
+def _import_heavy_modules() -> None:
+    """Import transformers' lazily-loaded classes now, in the importing (main) thread.
+
+    ``transformers`` resolves its names on first access; two threads that touch it first at the same moment
+    (two Starts at once in a fresh Streamlit server) made one fail with ``ImportError: cannot import name
+    'PreTrainedTokenizerFast'``. Resolving them once here, before any training thread exists, removes the race.
+    """
+    import safetensors.torch  # noqa: F401
+    import tokenizers  # noqa: F401
+    import transformers
+    from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel,  # noqa: F401
+                              PreTrainedTokenizerFast)
+
+
+_import_heavy_modules()
 
 # ----------------------------------------------------------------------------- device and threads
 
@@ -208,30 +228,49 @@ class SmallRun:
         self.out = Path(out)
         self.callback = callback or (lambda e: None)
         self.stop_event = stop_event or threading.Event()
-        cfg_path = self.out / "run_config.json"
-        if resume:
-            if not cfg_path.exists():
-                raise ValueError(f"out: {self.out} holds no run to resume (no run_config.json)")
-            config = RunConfig.from_dict(json.loads(cfg_path.read_text()))
-        elif cfg_path.exists() and any((self.out / "checkpoints").glob("step-*")):
-            raise ValueError(f"out: {self.out} already holds a run; pass resume=True (--resume) or choose another directory")
+        # 1. everything is checked before anything is created: config, device, data, model, context, directory
+        config, env = self.preflight(config, self.out, resume)
         self.cfg = config
         self.task = get_task(config.task)
-        self.device = pick_device(config.device)
-        self.threads = pick_threads(self.device, config.threads)
-        self.autocast = self.device.type == "cuda" and config.bf16 and torch.cuda.is_bf16_supported()
-        self.ledger = Ledger(self.out / "ledger.jsonl")
-        self.step = 0
-        self.history: list[dict] = []
-        self.out.mkdir(parents=True, exist_ok=True)
-        if self.cfg.data:  # validate before anything else: nothing trains on a bad file
-            kind = {"sft": "sft", "dpo": "preference", "grpo": "rl"}[self.cfg.algorithm]
-            self.records = load_jsonl(self.cfg.data, kind)
-        else:
-            self.records = None
-        if not resume:
-            cfg_path.write_text(json.dumps(config.to_dict(), indent=2))
-        self._build(resume)
+        self.device = env["device"]
+        self.records = env["records"]
+        # 2. the directory: created with the lab's marker, locked for this writer alone
+        self.rundir = RunDir.open(self.out, resume)
+        try:
+            self.threads = pick_threads(self.device, config.threads)
+            self.autocast = self.device.type == "cuda" and config.bf16 and torch.cuda.is_bf16_supported()
+            self.ledger = ChainLedger(self.out / rundir.LEDGER)
+            self._ledger_records: list[dict] = []
+            if resume:  # a tampered ledger is reported before anything is loaded or appended
+                self._ledger_records, problems = self.ledger.verify()
+                if problems:
+                    raise RunDirError(f"ledger: {self.out / rundir.LEDGER} fails its hash chain ({'; '.join(problems[:3])}"
+                                      f"{' …' if len(problems) > 3 else ''}); refusing to resume. "
+                                      f"See: python -m lab.smallrun verify {self.out}")
+            self.step = 0
+            self.history: list[dict] = []
+            self._versions = versions()
+            if not resume:
+                rundir.atomic_write_text(self.out / "run_config.json", json.dumps(config.to_dict(), indent=2))
+            self._build(resume)
+        except BaseException:
+            self.rundir.close()
+            raise
+
+    @staticmethod
+    def preflight(config: RunConfig, out: str | Path, resume: bool = False) -> tuple[RunConfig, dict]:
+        """``(config, environment)`` if a run may start (or resume) in ``out``; one clear ``ValueError`` otherwise.
+        Creates, locks and changes nothing: the page calls it before starting a background run."""
+        out = Path(out)
+        if resume:
+            RunDir.check(out, resume=True)
+            try:
+                config = RunConfig.from_dict(json.loads((out / "run_config.json").read_text(encoding="utf-8")))
+            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+                raise ValueError(f"out: {out / 'run_config.json'} is not a valid run config ({exc})") from None
+        env = validate_environment(config)
+        RunDir.check(out, resume)
+        return config, env
 
     # -- model, tokenizer, optimizer -----------------------------------------------------------------
 
@@ -242,13 +281,13 @@ class SmallRun:
         if self.cfg.algorithm == "sft":
             return None
         base = self.out / "base"
-        if not (base / "final").exists():
+        if not (base / rundir.FINAL / rundir.MANIFEST).exists():
             d = ALGORITHM_DEFAULTS["sft"]  # the base stage is a plain SFT run with SFT's own batch size and learning rate
             base_cfg = dataclasses.replace(self.cfg, algorithm="sft", steps=self.cfg.base_steps, data=None, model=None,
                                            batch_size=d["batch_size"], lr=d["lr"], warmup_steps=RunConfig.warmup_steps,
                                            save_every=max(self.cfg.base_steps, 1), eval_every=max(self.cfg.base_steps, 1))
             self.callback({"type": "phase", "phase": "base", "steps": base_cfg.steps})
-            resume = (base / "run_config.json").exists() and any((base / "checkpoints").glob("step-*"))
+            resume = (base / "run_config.json").exists() and bool(rundir.complete_checkpoints(base))
             SmallRun(base_cfg, base, callback=lambda e: self.callback({**e, "phase": "base"}), stop_event=self.stop_event, resume=resume).run()
             if self.stop_event.is_set() and not (base / "final").exists():
                 raise RuntimeError("stopped during the base stage; resume to continue")
@@ -265,14 +304,14 @@ class SmallRun:
                                    pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id,
                                    bos_token_id=self.tokenizer.bos_token_id)
         else:
-            self.model, self.tokenizer = load_pretrained(src)
+            self.model, self.tokenizer = rundir.load_pretrained_strict(src)
         self.model.to(self.device)
         self.codec = Codec(self.tokenizer, self.device)
         need_ref = self.cfg.algorithm == "dpo" or (self.cfg.algorithm == "grpo" and self.cfg.kl_beta > 0)
         self.ref = None
         self._heldout_ref_logps = None
         if need_ref:  # frozen copy of the starting policy
-            self.ref = load_pretrained(src)[0].to(self.device) if src else None
+            self.ref = rundir.load_pretrained_strict(src)[0].to(self.device) if src else None
             for p in self.ref.parameters():
                 p.requires_grad_(False)
             self.ref.eval()
@@ -285,7 +324,7 @@ class SmallRun:
         if resume:
             self._load_latest()
         else:
-            self.ledger.append({"type": "config", "config": self.cfg.to_dict(), "seed": self.cfg.seed, "versions": versions(),
+            self.ledger.append({"type": "config", "config": self.cfg.to_dict(), "seed": self.cfg.seed, "versions": self._versions,
                                 "device": str(self.device), "threads": self.threads, "start_from": src or "fresh GPT-2",
                                 "parameters": sum(p.numel() for p in self.model.parameters()), "time": time.time()})
 
@@ -358,7 +397,7 @@ class SmallRun:
             raise ValueError("no DPO pairs: the starting policy never produced both a correct and an incorrect answer; "
                              "train the base stage longer (base_steps) or pass a preference --data file")
         for f, rows in ((train_f, self.pairs), (held_f, self.heldout_pairs)):
-            f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            rundir.atomic_write_text(f, "".join(json.dumps(r) + "\n" for r in rows))
 
     def _pair_logps(self, model, pairs: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
         prompts = [p["prompt"] for p in pairs] * 2
@@ -384,8 +423,9 @@ class SmallRun:
         self._optimize(loss)
         self._last_samples = {"type": "samples", "step": step, "prompt": batch[0]["prompt"], "chosen": batch[0]["chosen"],
                               "rejected": batch[0]["rejected"], "reward_chosen": float(cr[0]), "reward_rejected": float(rj[0]),
-                              "logp_chosen": float(c[0]), "logp_rejected": float(r[0])}
-        return {"loss": float(loss), **dpo_metrics(cr, rj), "logps/chosen": float(c.mean()), "logps/rejected": float(r.mean())}
+                              "logp_chosen": float(c[0].detach()), "logp_rejected": float(r[0].detach())}
+        return {"loss": float(loss.detach()), **dpo_metrics(cr, rj), "logps/chosen": float(c.detach().mean()),
+                "logps/rejected": float(r.detach().mean())}
 
     # -- GRPO ----------------------------------------------------------------------------------------
 
@@ -421,13 +461,15 @@ class SmallRun:
                                 epsilon_high=cfg.epsilon_high, loss_type=cfg.loss_type, max_completion_length=cfg.max_new_tokens)
             self._optimize(loss)
         _, group_std = group_stats(rewards, cfg.group_size)  # (G,)
+        grouped = rewards.view(-1, cfg.group_size)  # (G, n)
+        zero_spread = grouped.amax(-1) == grouped.amin(-1)  # (G,) exact test: a float std of equal values need not be 0
         self._last_samples = {"type": "samples", "step": step, "prompt": examples[0].prompt, "answer": examples[0].answer,
                               "completions": texts[: cfg.group_size], "rewards": rewards[: cfg.group_size].tolist(),
                               "advantages": adv[: cfg.group_size].tolist(),
                               "tokens": [[self.tokenizer.decode([t]) for t, k in zip(row, mk) if k] for row, mk in
                                          zip(comp[: cfg.group_size].tolist(), cmask[: cfg.group_size].tolist())]}
-        return {"loss": float(loss), "reward": float(rewards.mean()), "reward_std": float(group_std.mean()),
-                "frac_reward_zero_std": float((group_std == 0).float().mean()),
+        return {"loss": float(loss.detach()), "reward": float(rewards.mean()), "reward_std": float(group_std.mean()),
+                "frac_reward_zero_std": float(zero_spread.float().mean()),
                 "entropy": float((ent * mask).sum() / mask.sum()), "completions/mean_length": float(mask.sum(-1).mean()),
                 **m}
 
@@ -458,51 +500,64 @@ class SmallRun:
             if self._heldout_ref_logps is None:  # the reference is frozen: its log-probs are computed once
                 self._heldout_ref_logps = self._pair_logps(self.ref, self.heldout_pairs)
             rc, rr = self._heldout_ref_logps
-            margin = self.cfg.beta * ((c - rc) - (r - rr))
+            _, cr, rj = dpo_loss(c, r, rc, rr, beta=self.cfg.beta)  # implicit rewards β·log π/π_ref (lab.dpo)
+            m = dpo_metrics(cr, rj)
             out["eval/preference_accuracy"] = float((c > r).float().mean())  # does the policy rank the correct answer higher?
-            out["eval/rewards/margins"] = float(margin.mean())
-            out["eval/rewards/accuracies"] = float((margin > 0).float().mean())
+            out["eval/rewards/margins"] = m["rewards/margins"]
+            out["eval/rewards/accuracies"] = m["rewards/accuracies"]
         return out
 
     # -- checkpoints ---------------------------------------------------------------------------------
 
     def save_checkpoint(self, final: bool = False) -> Path:
-        """Model (safetensors) + tokenizer + optimizer, scheduler, RNG states and step."""
-        path = self.out / "checkpoints" / f"step-{self.step:06d}"
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp, safe_serialization=True)
-        self.tokenizer.save_pretrained(tmp)
+        """Model (safetensors) + tokenizer + optimizer, scheduler, RNG states and step, written whole or not at all
+        (``rundir.write_checkpoint``); the ledger records its policy stamp; only the newest ``keep`` are kept."""
+        stamp = PolicyStamp.from_parts(self.model, self.tokenizer, {"format": "prompt+completion", "eos": self.tokenizer.eos_token},
+                                       {"eval": "greedy", "train_temperature": self.cfg.temperature, "max_new_tokens": self.cfg.max_new_tokens},
+                                       self._versions["code_revision"])
         state = {"step": self.step, "optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
                  "torch_rng": torch.get_rng_state(), "python_rng": list(random.getstate()[1]), "python_rng_version": random.getstate()[0],
                  "history": json.dumps(self.history)}
         if torch.cuda.is_available():
             state["cuda_rng"] = torch.cuda.get_rng_state_all()
-        torch.save(state, tmp / "trainer_state.pt")
-        shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)  # a checkpoint directory appears whole or not at all
-        stamp = PolicyStamp.from_parts(self.model, self.tokenizer, {"format": "prompt+completion", "eos": self.tokenizer.eos_token},
-                                       {"eval": "greedy", "train_temperature": self.cfg.temperature, "max_new_tokens": self.cfg.max_new_tokens},
-                                       versions()["code_revision"])
-        self.ledger.append({"type": "checkpoint", "step": self.step, "path": str(path), "policy_stamp": stamp.digest,
-                            "weights_sha256": stamp.weights, "time": time.time()})
+
+        def write(tmp: Path) -> None:
+            self.model.save_pretrained(tmp, safe_serialization=True)
+            self.tokenizer.save_pretrained(tmp)
+            torch.save(state, tmp / "trainer_state.pt")
+
+        def record(path: Path) -> None:  # appended before the rename: a recorded stamp always precedes its checkpoint
+            self.ledger.append({"type": "checkpoint", "step": self.step, "path": str(path), "policy_stamp": stamp.digest,
+                                "weights_sha256": stamp.weights, "time": time.time()})
+
+        path = rundir.write_checkpoint(self.rundir, self.step, write, stamp.weights, record)
+        rundir.prune_checkpoints(self.rundir, self.cfg.keep)
         if final:
-            fin = self.out / "final"
-            shutil.rmtree(fin, ignore_errors=True)
-            shutil.copytree(path, fin)
+            rundir.publish_final(self.rundir, path)
         self.callback({"type": "checkpoint", "step": self.step, "path": str(path)})
         return path
 
     def _load_latest(self) -> None:
-        ckpts = sorted((self.out / "checkpoints").glob("step-[0-9]*[0-9]"))
+        """Resume from the newest complete checkpoint: files checked against its manifest, strict load, and the
+        loaded weights' hash checked against the ledger's policy stamp for that step."""
+        ckpts = rundir.complete_checkpoints(self.out)
         if not ckpts:
-            raise ValueError(f"out: {self.out} has no checkpoint to resume from")
+            raise RunDirError(f"out: {self.out} has no complete checkpoint to resume from; start it again without --resume")
         path = ckpts[-1]
+        problems = rundir.check_files(path)
+        if problems:
+            raise RunDirError(f"checkpoint: {problems[0]}; refusing to resume from it")
         from safetensors.torch import load_file
 
-        self.model.load_state_dict(load_file(path / "model.safetensors", device=str(self.device)), strict=False)
-        if getattr(self.model.config, "tie_word_embeddings", False):
-            self.model.tie_weights()
+        rundir.load_state_strict(self.model, load_file(path / "model.safetensors", device=str(self.device)))
+        step = int(rundir.CKPT_RE.match(path.name).group(1))
+        stamps = [r for r in self._ledger_records if r.get("type") == "checkpoint" and r.get("step") == step]
+        if not stamps:
+            raise RunDirError(f"ledger: no checkpoint record for step {step} ({path}); refusing to resume from an unrecorded checkpoint")
+        got = rundir.weights_sha256(self.model)
+        if got != stamps[-1].get("weights_sha256"):
+            raise RunDirError(f"checkpoint: the weights of {path} do not match the ledger's policy stamp for step {step} "
+                              f"(SHA-256 {got[:12]}… vs {str(stamps[-1].get('weights_sha256'))[:12]}…); refusing to resume")
         state = torch.load(path / "trainer_state.pt", weights_only=True, map_location="cpu")  # never unpickles arbitrary objects
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
@@ -517,7 +572,22 @@ class SmallRun:
     # -- the loop ------------------------------------------------------------------------------------
 
     def run(self) -> dict:
-        """Train from the current step to ``steps``; returns a summary with held-out results before → after."""
+        """Train from the current step to ``steps``; returns a summary with held-out results before → after.
+        The run directory's lock is released when it returns (or fails)."""
+        if not self.rundir.locked:
+            raise RunDirError(f"out: this SmallRun on {self.out} has already run; create a new one (resume=True) to continue")
+        try:
+            return self._run()
+        except CheckpointWriteError:
+            raise
+        except OSError as exc:  # e.g. the ledger cannot grow on a full disk
+            good = rundir.complete_checkpoints(self.out)
+            raise CheckpointWriteError(f"out: writing to {self.out} failed at step {self.step} ({exc.strerror or exc}); "
+                                       + (f"the checkpoint {good[-1]} is intact and resumable (--resume)" if good else "no checkpoint was written yet")) from exc
+        finally:
+            self.rundir.close()
+
+    def _run(self) -> dict:
         cfg = self.cfg
         train = {"sft": self.sft_step, "dpo": self.dpo_step, "grpo": self.grpo_step}[cfg.algorithm]
         if self.step == 0 and not any(h.get("type") == "eval" for h in self.history):

@@ -7,14 +7,18 @@ with a resumable checkpoint. A process-wide registry keeps runs alive across pag
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Optional
 
+import hashlib
+
+from lab.smallrun import rundir
 from lab.smallrun.config import RunConfig
-from lab.smallrun.engine import SmallRun
+from lab.smallrun.engine import SmallRun  # imports transformers' classes in this (main) thread: no import race in workers
 
 
 class EventBuffer:
@@ -80,14 +84,39 @@ _REG_LOCK = threading.Lock()
 
 
 def start_run(config: RunConfig, out: str | Path, resume: bool = False) -> LiveRun:
-    """Start (or resume) a run in the background; refuses a second live run on the same directory."""
+    """Start (or resume) a run in the background; refuses a second live run on the same directory.
+
+    The whole config, the data file, the model, the device and the directory are checked here, in the caller's
+    thread, so that a page shows a refusal at once (``ValueError``) and nothing is created; the run directory's
+    lock (taken by the run itself) also refuses a second writer from another process.
+    """
     key = str(Path(out).resolve())
     with _REG_LOCK:
         cur = _REGISTRY.get(key)
         if cur is not None and cur.alive:
             raise ValueError(f"out: a run is already training in {out}")
+        SmallRun.preflight(config, out, resume)
         lr = _REGISTRY[key] = LiveRun(config, out, resume).start()
     return lr
+
+
+def store_upload(runs_dir: str | Path, data: bytes) -> Path:
+    """Keep an uploaded data file as ``runs_dir/.uploads/<sha256>.jsonl`` (content-addressed: an existing file of
+    that name holds the same bytes, so nothing is ever overwritten) and return its path."""
+    d = Path(runs_dir) / ".uploads"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{hashlib.sha256(data).hexdigest()}.jsonl"
+    if not path.exists():
+        tmp = d / f".tmp-{path.name}-{os.getpid()}-{threading.get_ident()}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path
 
 
 def get_run(out: str | Path) -> Optional[LiveRun]:
