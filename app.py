@@ -44,4 +44,4 @@ PAGES = {
     ],
 }
 
-st.navigation(PAGES).run()
+st.navigation(PAGES, expanded=True).run()  # all chapters visible (the projector toggle shares the sidebar)
