@@ -84,7 +84,16 @@ except ValueError as exc:
     st.error(f"⚠️ {exc}")
 b1, b2, b3 = st.columns(3)
 start = b1.button("▶ Start", type="primary", key="sr_start", disabled=not (data_ok and name_ok))
-stop = b2.button("■ Stop", key="sr_stop")
+def _stop_current() -> None:
+    """Stop as a callback: it runs before the next rerun, so a click is never lost to a live-view refresh."""
+    cur = get_run(st.session_state.get("sr_current") or RUNS)
+    if cur is None or not cur.alive:
+        st.session_state["sr_stop_msg"] = "no run is training in this session to stop"
+    else:
+        cur.stop()
+
+
+b2.button("■ Stop", key="sr_stop", on_click=_stop_current)
 resume = b3.button("⟳ Resume", key="sr_resume", disabled=not name_ok)
 
 with shows_errors():
@@ -101,11 +110,8 @@ with shows_errors():
     if resume:
         start_run(RunConfig(), out, resume=True)
         st.session_state["sr_current"] = str(out)
-    if stop:
-        cur = get_run(st.session_state.get("sr_current") or out or RUNS)
-        if cur is None or not cur.alive:
-            raise ValueError("no run is training in this session to stop")
-        cur.stop()
+    if st.session_state.get("sr_stop_msg"):
+        raise ValueError(st.session_state.pop("sr_stop_msg"))
 
 # ------------------------------------------------------------------ live view
 
@@ -189,7 +195,7 @@ def live_view() -> None:
         else:
             st.markdown(f"Prompt `{s['prompt']}` · chosen `{s['chosen']}` (implicit reward {s['reward_chosen']:.3f}) · "
                         f"rejected `{s['rejected']}` (implicit reward {s['reward_rejected']:.3f})")
-    done = [e for e in events if e.get("type") == "done"]
+    done = [e for e in events if e.get("type") == "done" and e.get("phase") is None]  # not the base stage's
     if done:
         e = done[-1]
         fmt = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"

@@ -155,7 +155,7 @@ def test_smallrun_start_chart_grows_stop(browser, server):
     assert later > first, "the loss chart did not gain points"
     stop = next(b for b in browser.find_elements(By.CSS_SELECTOR, "button") if "Stop" in b.text)
     stop.click()
-    end = time.time() + 60
+    end = time.time() + 120
     while time.time() < end and "state: stopped" not in browser.find_element(By.TAG_NAME, "body").text:
         time.sleep(0.5)
     assert "state: stopped" in browser.find_element(By.TAG_NAME, "body").text
