@@ -115,7 +115,7 @@ def test_returns_page():
 
 def test_ppo_page():
     at = run("ppo")
-    at.radio(key="ppo_sign").set_value("negative").run()
+    at.number_input(key="ppo_adv").set_value(-2.0).run()
     at.slider(key="ppo_rho").set_value(0.6).run()
     assert float(metric(at, "clipped objective min(ρA, clip(ρ)A)")) == pytest.approx(-1.6)
     at.slider(key="ppo_rho").set_value(1.4).run()
