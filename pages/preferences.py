@@ -77,7 +77,9 @@ of.add_trace(go.Scatter(x=cs.tolist(), y=(cs + rr).tolist(), name="r(y⁻) + c",
 of.add_trace(go.Scatter(x=cs.tolist(), y=bradley_terry_probability(cs + rc, cs + rr).tolist(), name="P(y⁺ ≻ y⁻)  [right axis]", yaxis="y2",
                         line=dict(color=colors.KEY, width=colors.KEY_WIDTH)))
 of.add_trace(go.Scatter(x=[off], y=[p], mode="markers", name="current c", yaxis="y2", marker=dict(size=12, color=colors.CURRENT)))
-of.update_layout(yaxis2=dict(title="P(y⁺ ≻ y⁻)", overlaying="y", side="right", range=[0, 1], showgrid=False), margin=dict(l=50, r=60, t=50, b=40))
+of.update_layout(yaxis2=dict(title="P(y⁺ ≻ y⁻)", overlaying="y", side="right", range=[0, 1], showgrid=False,
+                             tickvals=[0, 0.25, 0.5, 0.75, 1]),
+                 legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0), height=400, margin=dict(l=50, r=60, t=50, b=40))
 g2.plotly_chart(of, width="stretch", key="pref_offset_curves")
 st.caption(f"Scores shown to the model: {rc + off:.2f} and {rr + off:.2f}. Move the offset: the scores change, the probability does not.")
 
