@@ -24,7 +24,7 @@ header(
     "ftip-003M, ftip-003Q, ftip-003R, ftip-003S",
     "Rafailov et al. 2023, §4, eqs. 6–7",
     "DPO scores each response by how much the policy has raised its probability relative to the frozen "
-    "reference (ℓ = log π/π_ref). The loss asks the chosen response's ℓ to exceed the rejected one's. It is "
+    "reference ($\\ell = \\log \\pi/\\pi_{\\mathrm{ref}}$). The loss asks the chosen response's ℓ to exceed the rejected one's. It is "
     "relative: the chosen probability can fall while the loss falls, as long as the rejected one falls faster.",
 )
 PROJ = projector_on()
@@ -56,10 +56,10 @@ if not PROJ:
 left, right = st.columns([1, 2]) if PROJ else (st.container(), st.container())
 c1, c2, c3 = (left, left, left) if PROJ else left.columns(3)
 beta = c3.slider("β", 0.0, 2.0, step=0.05, key="dpo_beta")
-pc = c1.number_input("π_θ(y⁺|x)", 0.0, 1.0, step=0.05, key="dpo_pc", format="%.3f")
-rc = c1.number_input("π_ref(y⁺|x)", 0.0, 1.0, step=0.05, key="dpo_rc", format="%.3f")
-pr = c2.number_input("π_θ(y⁻|x)", 0.0, 1.0, step=0.05, key="dpo_pr", format="%.3f")
-rr = c2.number_input("π_ref(y⁻|x)", 0.0, 1.0, step=0.05, key="dpo_rr", format="%.3f")
+pc = c1.number_input(r"$\pi_\theta(y^+\mid x)$", 0.0, 1.0, step=0.05, key="dpo_pc", format="%.3f")
+rc = c1.number_input(r"$\pi_{\mathrm{ref}}(y^+\mid x)$", 0.0, 1.0, step=0.05, key="dpo_rc", format="%.3f")
+pr = c2.number_input(r"$\pi_\theta(y^-\mid x)$", 0.0, 1.0, step=0.05, key="dpo_pr", format="%.3f")
+rr = c2.number_input(r"$\pi_{\mathrm{ref}}(y^-\mid x)$", 0.0, 1.0, step=0.05, key="dpo_rr", format="%.3f")
 write_to_url(PARAMS)
 
 with shows_errors(left):
@@ -90,7 +90,7 @@ with shows_errors(left):
     C, R = torch.meshgrid(pol, pol, indexing="xy")  # (61, 61) policy log-probs of chosen (x) and rejected (y)
     ref = torch.full_like(C, -3.5)  # (61, 61) reference log-probs
     L, _, _ = dpo_loss(C, R, ref, ref, beta=beta)  # (61, 61) the lab's own loss over the grid
-    fig = figure(f"DPO loss over the two log-ratios (β = {beta:g})", "ℓ(y⁺) = log π/π_ref of chosen", "ℓ(y⁻) = log π/π_ref of rejected",
+    fig = figure(f"DPO loss over the two log-ratios (β = {beta:g})", "ℓ(y⁺) = log π/π<sub>ref</sub> of chosen", "ℓ(y⁻) = log π/π<sub>ref</sub> of rejected",
                  height=380 if PROJ else 420)
     fig.add_trace(go.Heatmap(x=grid.tolist(), y=grid.tolist(), z=L.tolist(), colorscale="Viridis", colorbar=dict(title="loss")))
     mark_point(fig, lc, lr_, color=colors.CURRENT)

@@ -22,7 +22,7 @@ header(
     "KL and the optimal policy",
     "ftip-006X, ftip-003C, ftip-003O, ftip-003P",
     "Rafailov et al. 2023, §3, eq. 3 and §4, eqs. 4–5",
-    "Maximising expected reward minus β·KL(π ‖ π_ref) has a closed-form solution: reweight the reference "
+    "Maximising expected reward minus $\\beta\\,\\mathrm{KL}(\\pi \\Vert \\pi_{\\mathrm{ref}})$ has a closed-form solution: reweight the reference "
     "by exp(r/β) and renormalise. Small β lets the policy chase reward far from the reference; large β keeps "
     "it close. Reading the identity backwards gives the reward from the policy up to a prompt-only constant: "
     "that is the step DPO builds on.",
@@ -48,8 +48,8 @@ example_button(
     "klo_example",
 )
 c1, c2 = st.columns(2)
-ref_s = c1.text_input("reference distribution π_ref (sums to 1; zeros allowed)", key="klo_ref")
-r_s = c1.text_input("rewards r(y), one per outcome", key="klo_r")
+ref_s = c1.text_input(r"reference distribution $\pi_{\mathrm{ref}}$ (sums to 1; zeros allowed)", key="klo_ref")
+r_s = c1.text_input(r"rewards $r(y)$, one per outcome", key="klo_r")
 beta = c2.select_slider("β", options=BETAS, key="klo_beta")
 write_to_url(PARAMS)
 
@@ -78,8 +78,8 @@ with shows_errors():
             "(the overview's policy 0.30/0.20/0.50).")
     ask_chapter("kl_optimal")  # predict first; the charts below show why
     labels = [f"y{i + 1} (r={x:g})" for i, x in enumerate(r)]
-    fig = figure(f"π* against π_ref at β = {beta:g}", "outcome", "probability")
-    fig.add_trace(go.Bar(x=labels, y=ref, name="π_ref", marker_color=colors.REFERENCE))
+    fig = figure(f"π* against π<sub>ref</sub> at β = {beta:g}", "outcome", "probability")
+    fig.add_trace(go.Bar(x=labels, y=ref, name="π<sub>ref</sub>", marker_color=colors.REFERENCE))
     fig.add_trace(go.Bar(x=labels, y=pi.tolist(), name="π*", marker_color=colors.KEY))
     fig.update_layout(barmode="group")
     st.plotly_chart(fig, width="stretch", key="klo_bars")
@@ -89,8 +89,8 @@ with shows_errors():
         o = kl_regularized_objective(optimal_policy(ref, r, b), ref, r, b)
         kls.append(float(o.kl))
         ers.append(float(o.expected_reward))
-    fig2 = figure("Trade-off over β", "β  (log scale)", "KL(π* ‖ π_ref)  [nats]")
-    fig2.add_trace(go.Scatter(x=betas.tolist(), y=kls, name="KL(π* ‖ π_ref)  [nats, left axis]",
+    fig2 = figure("Trade-off over β", "β  (log scale)", "KL(π* ‖ π<sub>ref</sub>)  [nats]")
+    fig2.add_trace(go.Scatter(x=betas.tolist(), y=kls, name="KL(π* ‖ π<sub>ref</sub>)  [nats, left axis]",
                               line=dict(color=colors.KEY, width=colors.KEY_WIDTH)))
     fig2.add_trace(go.Scatter(x=betas.tolist(), y=ers, name="E_π*[r]  [reward units, right axis]", yaxis="y2",
                               line=dict(color=colors.REFERENCE, width=colors.REFERENCE_WIDTH, dash="dash")))
@@ -112,7 +112,7 @@ with shows_errors():
         col.metric(f"E[{name}] over y ∼ π*", f"{m:.4f}")
     fig3 = figure("Each estimator's value when the sample is y (ftip-006X; Schulman 2020)", "sampled outcome y", "estimate  [nats]",
                   height=300)
-    for row, name, color in zip(est.values.tolist(), ("k1 = log π*/π_ref", "k2", "k3"), (colors.NEGATIVE, colors.REFERENCE, colors.KEY)):
+    for row, name, color in zip(est.values.tolist(), ("k1 = log π*/π<sub>ref</sub>", "k2", "k3"), (colors.NEGATIVE, colors.REFERENCE, colors.KEY)):
         fig3.add_trace(go.Bar(x=labels, y=row, name=name, marker_color=color))
     fig3.update_layout(barmode="group")
     st.plotly_chart(fig3, width="stretch", key="klo_estimators")

@@ -22,7 +22,7 @@ header(
     "Schulman et al. 2017, §3, eq. 7; Ouyang et al. 2022, §3.5, eq. 2",
     "PPO takes the smaller of the plain and the clipped term. Once the ratio has moved past the band in the "
     "direction the advantage favours, the objective goes flat: no more incentive. Moves the advantage dislikes "
-    "are never clipped away. DAPO's clip-higher widens only the upper edge (ε_high).",
+    "are never clipped away. DAPO's clip-higher widens only the upper edge ($\\epsilon_{\\mathrm{high}}$).",
 )
 PROJ = projector_on()
 FORMULA = r"L^{\mathrm{CLIP}}=\hat{\mathbb E}_t\big[\min\big(\rho_t\hat A_t,\ \mathrm{clip}(\rho_t,1-\epsilon,1+\epsilon_{\mathrm{high}})\hat A_t\big)\big]"
@@ -60,10 +60,10 @@ if not PROJ:
 # projector: controls beside the chart so both fit a 1280×720 screen; otherwise controls in a row above it
 left, right = st.columns([1, 2]) if PROJ else (st.container(), st.container())
 c1, c2, c3 = (left, left, left) if PROJ else left.columns(3)
-rho = c3.slider("ratio ρ = π_θ / π_old", 0.0, 2.5, step=0.05, key="ppo_rho")
+rho = c3.slider(r"ratio ρ = $\pi_\theta / \pi_{\mathrm{old}}$", 0.0, 2.5, step=0.05, key="ppo_rho")
 A = c2.number_input("advantage A (signed)", -10.0, 10.0, step=0.5, key="ppo_adv")
 eps = c1.slider("ε (lower width)", 0.01, 0.99, step=0.01, key="ppo_eps")
-eps_high = c1.slider("ε_high (upper width; = ε for symmetric PPO)", 0.01, 1.5, step=0.01, key="ppo_eps_high")
+eps_high = c1.slider(r"$\epsilon_{\mathrm{high}}$ (upper width; = ε for symmetric PPO)", 0.01, 1.5, step=0.01, key="ppo_eps_high")
 
 with shows_errors(left):
     now = clipping_effect(rho, A, eps, eps_high)
@@ -111,8 +111,8 @@ write_to_url(PARAMS)
 st.subheader("KL-shaped reward (RLHF)")
 st.latex(r"R=r_\phi(x,y)-\beta\log\frac{\pi_\theta(y\mid x)}{\pi_{\mathrm{ref}}(y\mid x)}")
 c1, c2, c3 = st.columns(3)
-score = c1.number_input("reward-model score r_φ", -10.0, 10.0, step=0.1, key="kl_score")
-ratio = c2.number_input("π_θ(y|x) / π_ref(y|x)", 0.01, 100.0, step=0.1, key="kl_ratio")
+score = c1.number_input(r"reward-model score $r_\phi$", -10.0, 10.0, step=0.1, key="kl_score")
+ratio = c2.number_input(r"$\pi_\theta(y\mid x) / \pi_{\mathrm{ref}}(y\mid x)$", 0.01, 100.0, step=0.1, key="kl_ratio")
 beta = c3.slider("β", 0.0, 1.0, step=0.01, key="kl_beta")
 with shows_errors():
     shaped = float(kl_shaped_reward_from_ratio(score, ratio, beta))

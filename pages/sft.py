@@ -84,7 +84,7 @@ with shows_errors():
     n1.plotly_chart(lf, width="stretch", key="sft_norms")
     sup = [(i, t) for i in range(len(examples)) for t in range(T) if batch.loss_mask[i, t] > 0]  # supervised positions
     labels = [f"ex{i + 1}:{batch.tokens[i][t]}" for i, t in sup]
-    wf = figure("Weight w_t of each supervised token", "supervised token", "weight", height=300)
+    wf = figure("Weight wₜ of each supervised token", "supervised token", "weight", height=300)
     for norm, color in (("token", colors.KEY), ("sequence", colors.POSITIVE)):
         w = sft_token_weights(batch.loss_mask, norm)  # (B, T)
         wf.add_trace(go.Bar(x=labels, y=[float(w[i, t]) for i, t in sup], name=f"{norm} mean", marker_color=color))
