@@ -7,8 +7,10 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from lab.misconceptions import diagnose
 from lab.ppo import clipped_surrogate, clipping_effect, kl_shaped_reward_from_ratio
 from labui import colors, course_nav, example_button, example_note, figure, header, mark_point, route_through_app, shows_errors
+from labui.cards import show_cards
 from labui.predict import ask_chapter
 from labui.share import Param, number, projector_on, restore_from_url, write_to_url
 from worked_examples import ppo_clip as EX
@@ -72,6 +74,8 @@ with shows_errors(left):
     m1.metric("clipped objective min(ρA, clip(ρ)A)", f"{val:.4f}")
     m2.metric("unclipped ρA", f"{float(now.unclipped):.4f}")
     m3.metric("incentive removed", f"{float(now.removed):.4f}")
+    if rho == 1.0:  # the first update on fresh samples (μ = 1): π_θ = π_old, so nothing is ever clipped
+        show_cards(diagnose({"clip_ratio": [float(bool(now.removed > 0))]}, {"num_iterations": 1}, window=1), left)
     if st.session_state.get("ppo_example"):
         ex = [clipping_effect(r_, a_, 0.2) for a_, r_ in EX.INPUTS["cases"]]
         cases = [float(e.clipped) for e in ex]

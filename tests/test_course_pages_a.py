@@ -186,3 +186,9 @@ def test_sft_normalizations_differ_visibly_by_default():
     tok, seq = float(metric(at, "Loss, token mean")), float(metric(at, "Loss, sequence mean"))
     assert abs(tok - seq) > 0.1
     assert any(c.key == "sft_norms" for c in at.get("plotly_chart")) or len(at.get("plotly_chart")) >= 3
+
+
+def test_ppo_card_at_ratio_one():
+    at = run("ppo", ratio="1")
+    assert any("Clip fraction exactly 0" in i.value for i in at.info)
+    assert not any("Clip fraction exactly 0" in i.value for i in run("ppo").info)
