@@ -53,7 +53,7 @@ def example_buttons() -> None:
 if not PROJ:
     example_buttons()
 
-left, right = st.columns([1, 2]) if PROJ else (st.container(), st.container())
+left, right = st.columns([1, 2]) if PROJ else (st.container(), None)  # None: the chart follows in page order
 c1, c2, c3 = (left, left, left) if PROJ else left.columns(3)
 beta = c3.slider("β", 0.0, 2.0, step=0.05, key="dpo_beta")
 pc = c1.number_input(r"$\pi_\theta(y^+\mid x)$", 0.0, 1.0, step=0.05, key="dpo_pc", format="%.3f")
@@ -94,7 +94,7 @@ with shows_errors(left):
                  height=380 if PROJ else 420)
     fig.add_trace(go.Heatmap(x=grid.tolist(), y=grid.tolist(), z=L.tolist(), colorscale="Viridis", colorbar=dict(title="loss")))
     mark_point(fig, lc, lr_, color=colors.CURRENT)
-    right.plotly_chart(fig, width="stretch", key="dpo_heat")
+    (right or st).plotly_chart(fig, width="stretch", key="dpo_heat")
 if PROJ:
     st.latex(FORMULA)
     example_buttons()

@@ -60,7 +60,7 @@ def example_buttons() -> None:
 if not PROJ:
     example_buttons()
 # projector: controls beside the chart so both fit a 1280×720 screen; otherwise controls in a row above it
-left, right = st.columns([1, 2]) if PROJ else (st.container(), st.container())
+left, right = st.columns([1, 2]) if PROJ else (st.container(), None)  # None: the chart follows in page order
 c1, c2, c3 = (left, left, left) if PROJ else left.columns(3)
 rho = c3.slider(r"ratio ρ = $\pi_\theta / \pi_{\mathrm{old}}$", 0.0, 2.5, step=0.05, key="ppo_rho")
 A = c2.number_input("advantage A (signed)", -10.0, 10.0, step=0.5, key="ppo_adv")
@@ -105,7 +105,7 @@ with shows_errors(left):
                                      text=[f"ref case ρ={r_:g}"], textposition="top center",
                                      marker=dict(size=10, symbol="diamond", color=colors.REFERENCE), name=f"reference case ρ={r_:g}"))
     mark_point(fig, rho, val, color=colors.CURRENT)
-    right.plotly_chart(fig, width="stretch", key="ppo_curve")
+    (right or st).plotly_chart(fig, width="stretch", key="ppo_curve")
 if PROJ:
     st.latex(FORMULA)
     example_buttons()
