@@ -190,3 +190,44 @@ def kl_regularized_objective(policy: TensorLike, ref_probs: TensorLike, rewards:
     expected = torch.where(p > 0, p * r, torch.zeros_like(p)).sum(-1)  # (...,)
     objective = expected - beta * kl
     return KLRegularizedObjective(objective, expected, kl)
+
+
+class KLEstimators(NamedTuple):
+    """The sampled estimators k1, k2, k3 of KL(π ‖ π_ref) over a finite set of responses (see :func:`kl_estimators`)."""
+
+    values: torch.Tensor  # (..., 3, K) k1, k2, k3 of each response y if it were the sample; 0 where π(y) = 0 (never sampled)
+    means: torch.Tensor  # (..., 3) E_{y∼π}[k1], E_{y∼π}[k2], E_{y∼π}[k3], exact (a π-weighted sum, no sampling)
+
+
+def kl_estimators(policy: TensorLike, ref_probs: TensorLike) -> KLEstimators:
+    """Per-response values and exact expectations of k1, k2, k3 [ftip-006X; Schulman 2020, "Approximating KL divergence"].
+
+    ``policy`` π and ``ref_probs`` π_ref: probability vectors over K responses (..., K). For a response
+    y sampled from π, with r = π_ref(y)/π(y): k1 = −log r, k2 = (log r)²/2, k3 = (r − 1) − log r, the
+    values :func:`kl_estimate` gives for one sampled token. A response with π(y) = 0 is never sampled:
+    its values are 0 and it adds nothing to the means.
+
+    E[k1] equals KL(π ‖ π_ref) (unbiased) though single values are negative wherever π(y) < π_ref(y);
+    k2 and k3 are never negative; E[k3] = KL − (the reference's mass where π = 0), so k3 is unbiased
+    only when π_ref puts no mass outside π's support. Support mismatch (π(y) > 0 = π_ref(y)): that
+    response's values and all three means are +inf, as the KL is.
+    """
+    p = as_tensor(policy, "policy")
+    if not p.is_floating_point():
+        p = p.to(torch.float64)
+    q = as_tensor(ref_probs, "ref_probs")
+    if not q.is_floating_point():
+        q = q.to(p.dtype)
+    p, q = broadcast_pair(p, q, "policy", "ref_probs")
+    check_pmf(p, "policy")
+    check_pmf(q, "ref_probs")
+    sampled = p > 0  # (..., K) responses π can produce
+    finite = sampled & (q > 0)
+    one = torch.ones_like(p)
+    logp = torch.where(sampled, p, one).log()  # (..., K) log π, 0 where never sampled
+    ref_logp = torch.where(finite, q, one).log()
+    vals = torch.stack([kl_estimate(logp, ref_logp, k, mask=finite) for k in ("k1", "k2", "k3")], dim=-2)  # (..., 3, K)
+    mismatch = (sampled & (q == 0)).unsqueeze(-2).expand_as(vals)  # π samples what π_ref forbids
+    vals = torch.where(mismatch, torch.full_like(vals, float("inf")), vals)
+    means = torch.where(sampled.unsqueeze(-2), p.unsqueeze(-2) * vals, torch.zeros_like(vals)).sum(-1)  # (..., 3)
+    return KLEstimators(vals, means)

@@ -5,8 +5,8 @@ from lab.sft import Segment
 SFT_EXAMPLE_1 = [Segment("user", ["USER", "ping", "ASSISTANT"]), Segment("assistant", ["OK", "END"])]
 SFT_EXAMPLE_2 = [Segment("system", ["SYS"]), Segment("user", ["USER", "add", "2", "3", "ASSISTANT"]), Segment("assistant", ["5", "END"]),
                  Segment("user", ["USER", "times", "4", "ASSISTANT"]), Segment("assistant", ["2", "0", "END"])]
-SFT_P1 = "0.9, 0.8, 1.0, 0.5, 0.25"
-SFT_P2 = "0.9, 0.9, 0.7, 0.6, 0.8, 1.0, 0.4, 0.9, 0.9, 0.5, 0.8, 1.0, 0.3, 0.2, 0.9"
+SFT_P1 = "0.9, 0.8, 1.0, 0.95, 0.9"  # a short answer the model already gets right
+SFT_P2 = "0.9, 0.9, 0.7, 0.6, 0.8, 1.0, 0.4, 0.9, 0.9, 0.5, 0.8, 1.0, 0.2, 0.1, 0.5"  # a longer answer it gets wrong
 
 
 def gradient_energy_series(seed: int, n: int = 41):

@@ -1270,3 +1270,43 @@ def test_edge_sweep_has_no_silent_nan_wrong_value_or_unrelated_exception():
         print("  ", f)
     assert len(cases) > 1000
     assert (tally["silent_nan"], tally["silent_wrong"], tally["unrelated_exception"], tally["refused_valid"]) == (0, 0, 0, 0), "\n".join(failures[:40])
+
+
+# ---------------------------------------------------------------- lab.kl.kl_estimators (issue 13, KL page)
+
+
+def ref_kl_estimators(policy, ref_probs):
+    """Plain-Python float64: per-response k1, k2, k3 (0 where π = 0, inf on support mismatch) and their π-weighted sums."""
+    vals = [[], [], []]
+    for p, q in zip(policy, ref_probs):
+        if p == 0:
+            ks = (0.0, 0.0, 0.0)
+        elif q == 0:
+            ks = (INF, INF, INF)
+        else:
+            lr = math.log(q) - math.log(p)  # log r, r = π_ref/π
+            ks = (-lr, lr * lr / 2, math.expm1(lr) - lr)
+        for row, k in zip(vals, ks):
+            row.append(k)
+    means = [math.fsum(p * k for p, k in zip(policy, row) if p > 0) if all(k < INF for p, k in zip(policy, row) if p > 0) else INF
+             for row in vals]
+    return (vals, means)
+
+
+def spec_kl_estimators():
+    P, Q = [0.3, 0.2, 0.5], [0.4, 0.4, 0.2]
+    out = numeric("lab.kl.kl_estimators", {"policy": P, "ref_probs": Q}, ref_kl_estimators, ("policy", "ref_probs"),
+                  extra_bases=[{"policy": [1.0, 0.0, 0.0], "ref_probs": Q}, {"policy": P, "ref_probs": [0.5, 0.5, 0.0]},
+                               {"policy": [0.5, 0.5, 0.0], "ref_probs": [0.5, 0.5, 0.0]}],
+                  ints={"policy": [1, 0, 0]}, f32=False)
+    for noise in NOISE:  # near-equal distributions: every estimate ≈ 0, never NaN
+        b = {"policy": [0.5 + noise, 0.5 - noise], "ref_probs": [0.5, 0.5]}
+        out.append(Case("lab.kl.kl_estimators", f"near-equal {noise}", b, ref_kl_estimators(**b), atol=1e-12))
+    out += [Case("lab.kl.kl_estimators", "not a pmf", {"policy": [0.5, 0.6, 0.0], "ref_probs": Q}, Raises(("policy",))),
+            Case("lab.kl.kl_estimators", "negative ref", {"policy": P, "ref_probs": [1.1, -0.1, 0.0]}, Raises(("ref_probs",))),
+            Case("lab.kl.kl_estimators", "scalar", {"policy": 1.0, "ref_probs": 1.0}, Raises(("policy",))),
+            Case("lab.kl.kl_estimators", "text", {"policy": "abc", "ref_probs": Q}, Raises(("policy",)))]
+    return out
+
+
+SPECS["lab.kl.estimators"] = spec_kl_estimators

@@ -115,7 +115,7 @@ def test_returns_page():
 
 def test_ppo_page():
     at = run("ppo")
-    at.radio(key="ppo_sign").set_value("negative").run()
+    at.number_input(key="ppo_adv").set_value(-2.0).run()
     at.slider(key="ppo_rho").set_value(0.6).run()
     assert float(metric(at, "clipped objective min(ρA, clip(ρ)A)")) == pytest.approx(-1.6)
     at.slider(key="ppo_rho").set_value(1.4).run()
@@ -149,7 +149,7 @@ def test_kl_optimal_page():
 def test_dpo_page():
     at = run("dpo")
     at.slider(key="dpo_beta").set_value(1.0).run()
-    losses, _, _ = dpo_loss(math.log(0.6), math.log(0.2), math.log(0.3), math.log(0.4), beta=1.0)
+    losses, _, _ = dpo_loss(math.log(0.25), math.log(0.1), math.log(0.3), math.log(0.4), beta=1.0)  # the page defaults
     assert float(metric(at, "loss −log σ(z)")) == pytest.approx(float(losses), abs=1e-4)
     at.button(key="load_dpo_example").click().run()
     assert float(metric(at, "loss −log σ(z)")) == pytest.approx(0.4055, abs=1e-4)
