@@ -22,8 +22,10 @@ header(
     "The conventions the paper leaves open (std divisor, ε, what to do when all rewards are equal, how to "
     "average over tokens) are all controls here.",
 )
-st.latex(r"\hat A_i=\frac{R_i-\overline{R}}{S_R+\varepsilon},\qquad J_{i,t}=\min\big(\rho_{i,t}\hat A_i,\ \mathrm{clip}(\rho_{i,t},1-\epsilon,1+\epsilon_{\mathrm{high}})\hat A_i\big),"
-         r"\qquad \mathcal L=-\sum_{i,t} w_{i,t}\,J_{i,t}")
+FORMULA = (r"\hat A_i=\frac{R_i-\overline{R}}{S_R+\varepsilon},\qquad J_{i,t}=\min\big(\rho_{i,t}\hat A_i,\ \mathrm{clip}(\rho_{i,t},1-\epsilon,1+\epsilon_{\mathrm{high}})\hat A_i\big),"
+           r"\qquad \mathcal L=-\sum_{i,t} w_{i,t}\,J_{i,t}")
+if not projector_on():  # projector mode shows it under the main chart, so that the control and the chart fit the screen
+    st.latex(FORMULA)
 
 
 def _lines(raw: str) -> str:
@@ -56,11 +58,12 @@ MAX_GROUPS, MAX_GROUP_SIZE, MAX_TOKENS = 16, 32, 256  # bounds that keep a rerun
 # projector mode: the rewards box and the advantage chart side by side, so both fit a 1280×720 screen
 if projector_on():
     c1, chart_box = st.columns([1, 2])
-    c2 = c1.expander("conventions (std divisor, ε, scale, zero spread)")
 else:
     c1, c2 = st.columns([2, 1])
     chart_box = st.container()
-rew_s = c1.text_area("rewards: one line per prompt group (same group size on every line)", key="grpo_rewards", height=110)
+rew_s = c1.text_area("rewards, one line per prompt group", key="grpo_rewards", height=110, help="the same group size on every line")
+if projector_on():
+    c2 = c1.expander("conventions (std divisor, ε, scale, zero spread)")
 ddof = c2.radio("std divisor", [1, 0], key="grpo_ddof", format_func=lambda d: "g − 1 (sample, TRL)" if d == 1 else "g (population)", horizontal=True)
 eps = c2.number_input("ε added to the std", 0.0, 1.0, step=1e-4, format="%.4f", key="grpo_eps")
 scale = c2.selectbox("scale", ["group", "batch", "none"], key="grpo_scale")
@@ -87,6 +90,8 @@ with shows_errors(c1):
                          text=[f"{a:.2f}" for a in ys], textposition="outside", cliponaxis=False))
     fig.update_layout(showlegend=False)
     chart_box.plotly_chart(fig, width="stretch", key="grpo_adv")
+    if projector_on():
+        st.latex(FORMULA)
     st.metric("advantages, group 1", ", ".join(f"{a:.4f}" for a in A[0]))
     with st.expander("every group: reward → advantage", expanded=not projector_on()):
         st.dataframe({f"member {j + 1}": [f"R={rows[i][j]:g} → Â={A[i][j]:.4f}" for i in range(len(rows))] for j in range(g)}, width="stretch")
