@@ -46,7 +46,7 @@ def _widgets(at: AppTest) -> list:
     out = []
     for kind in ("text_input", "text_area", "number_input", "slider", "select_slider", "selectbox", "radio", "checkbox", "button"):
         for w in getattr(at, kind):
-            if w.key and w.key not in SLOW_BUTTONS:
+            if w.key and w.key not in SLOW_BUTTONS and not getattr(w, "disabled", False):  # a person cannot use a disabled one
                 out.append((kind, w))
     return out
 
@@ -71,7 +71,7 @@ def _perturb(kind: str, w, rng: random.Random) -> None:
         except (TypeError, ValueError):
             w.set_value(opt)
     elif kind in ("selectbox", "radio"):
-        if isinstance(w.value, str):
+        if isinstance(w.value, str) or w.value is None:  # None: a prediction not made yet (its options are the shown strings)
             w.set_value(rng.choice(list(w.options)))
         else:  # non-string options are shown through the page's format_func: recover the values it shows
             values = [v for v in range(-2, 20) if w.format_func(v) in w.options]
