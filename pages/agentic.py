@@ -138,8 +138,8 @@ with shows_errors():
     zs = [decisions[k].z for k in xs]
     shown = [z if abs(z) != float("inf") else None for z in zs]  # s = 0 gives Z = ±inf: no point to draw
     acc = [decisions[k].accepted for k in xs]
-    fig = figure("Z-score of each proposed update's gradient-energy increment", "proposal n", "Z_n  [trailing-window std units]")
-    fig.add_trace(go.Scatter(x=xs, y=shown, mode="lines", name="Z_n", line=dict(color=colors.REFERENCE, width=colors.REFERENCE_WIDTH)))
+    fig = figure("Z-score of each proposed update's gradient-energy increment", "proposal n", "Zₙ  [trailing-window std units]")
+    fig.add_trace(go.Scatter(x=xs, y=shown, mode="lines", name="Zₙ", line=dict(color=colors.REFERENCE, width=colors.REFERENCE_WIDTH)))
     fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if a], y=[z for z, a in zip(shown, acc) if a], mode="markers", name="accepted",
                              marker=dict(color=colors.POSITIVE, size=9)))
     fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if not a], y=[z for z, a in zip(shown, acc) if not a], mode="markers", name="rejected",

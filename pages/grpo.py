@@ -164,8 +164,8 @@ with shows_errors():
 
 st.subheader("Overlong reward shaping (DAPO, ftip-004K)")
 c1, c2 = st.columns(2)
-maxlen = c1.number_input("max length L_max", 2, 4096, step=1, key="grpo_maxlen")
-buf = c2.number_input("buffer L_cache", 1, 4096, step=1, key="grpo_buffer")
+maxlen = c1.number_input(r"max length $L_{\max}$", 2, 4096, step=1, key="grpo_maxlen")
+buf = c2.number_input(r"buffer $L_{\text{cache}}$", 1, 4096, step=1, key="grpo_buffer")
 with shows_errors():
     L = torch.arange(0, int(maxlen) + int(buf) + 1)
     pen = overlong_penalty(L, int(maxlen), int(buf))

@@ -55,7 +55,7 @@ with shows_errors():
     m3.metric("gold score", f"{here.gold[0]:.3f}")
     m4.metric("gold peaks at √KL", f"{curve.d[peak]:.3f}", help=f"gold there: {curve.gold[peak]:.3f}")
 
-    fig = figure("KL-regularized optimum of the proxy: proxy and gold against √KL", "d = √KL(π ‖ π_init)  [√nats]", "score (units of quality)")
+    fig = figure("KL-regularized optimum of the proxy: proxy and gold against √KL", "d = √KL(π ‖ π<sub>init</sub>)  [√nats]", "score (units of quality)")
     fig.add_trace(go.Scatter(x=curve.d, y=curve.proxy, name="proxy score", mode="lines+markers",
                              line=dict(width=colors.REFERENCE_WIDTH, color=colors.REFERENCE)))
     fig.add_trace(go.Scatter(x=curve.d, y=curve.gold, name="gold score", mode="lines+markers", line=dict(width=colors.KEY_WIDTH, color=colors.KEY)))
