@@ -52,3 +52,17 @@ def test_grpo_projector_fits_1280x720(projector_browser, server, tmp_path):  # n
     # projector mode: the plotly toolbar is hidden
     bars = drv.find_elements(By.CSS_SELECTOR, ".modebar-container")
     assert all(not b.is_displayed() for b in bars)
+
+
+@pytest.mark.parametrize("page", ["feedback", "agentic", "dynamics", "credit", "proxies", "compare"])
+def test_projector_mode_renders_clean(projector_browser, server, page, tmp_path):  # noqa: F811
+    """The other six pages of this set in projector mode: rendered, no exception, no traceback, toolbar hidden."""
+    from selenium.webdriver.common.by import By
+
+    drv = projector_browser
+    drv.get(f"{server}/{page}?projector=1")
+    _wait_rendered(drv)
+    drv.save_screenshot(str(tmp_path / f"{page}_projector.png"))
+    assert not drv.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    assert "Traceback" not in drv.find_element(By.TAG_NAME, "body").text
+    assert all(not b.is_displayed() for b in drv.find_elements(By.CSS_SELECTOR, ".modebar-container"))
