@@ -35,8 +35,8 @@ QUESTIONS = [
     ),
     Question(
         "agentic-gate-ratchet", "agentic",
-        "Right after that rejection, a proposal of energy 5.6 arrives, only 0.1 above the rejected one. "
-        "Accepted or rejected?",
+        "The same gate (z* = 2; accepted energies 0, 1, 2.5, 3) has just rejected a proposal of energy 5.5. The next "
+        "proposal has energy 5.6, only 0.1 above the rejected one. Accepted or rejected?",
         lambda: _gate(5.5, 5.6), choices=("accepted", "rejected"),
         explanation="Rejected: the lab measures each increment against the last *accepted* energy (3), not the last "
                     "proposal, so the increment is 2.6 and Z = 3.2. While the energy keeps drifting upward, every "
