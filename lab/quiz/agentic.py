@@ -47,7 +47,7 @@ QUESTIONS = [
     Question(
         "agentic-replay-ratio", "agentic",
         "A stored rollout chose an action with behaviour probability 0.25; the current policy gives it 0.5. "
-        "What importance ratio ρ does the replay annotation compute?",
+        "What importance ratio ρ does the replay annotation compute? (within ±0.001)",
         _replay_ratio, tolerance=1e-3,
         explanation="ρ = π_current/π_behaviour = 0.5/0.25 = 2, computed as exp(log 0.5 − log 0.25). With ε = 0.2 it "
                     "lies outside [0.8, 1.2], so the annotation marks it clipped; the stored record itself is never "

@@ -15,7 +15,7 @@ def _paired_vs_separate() -> str:
 QUESTIONS = [
     Question(
         "compare-pass-at-2", "compare",
-        "A case was sampled n = 10 times and c = 3 samples are correct. What is the unbiased pass@2?",
+        "A case was sampled n = 10 times and c = 3 samples are correct. What is the unbiased pass@2? (within ±0.005)",
         lambda: float(ev.pass_at_k(10, 3, 2)), tolerance=0.005,
         explanation="pass@k = 1 − C(n − c, k)/C(n, k) = 1 − C(7, 2)/C(10, 2) = 1 − 21/45 ≈ 0.533: the chance that at "
                     "least one of 2 samples drawn without replacement is correct (Chen et al. 2021, eq. 1).",

@@ -39,7 +39,7 @@ QUESTIONS = [
     Question(
         "credit-outcome-value", "credit",
         "Rewards of the group are 1 (guiding), 1, 0, 0. With the sample std (divisor 3) and ε = 10⁻⁴, what outcome "
-        "credit does each token of the guiding solution get?",
+        "credit does each token of the guiding solution get? (within ±0.01)",
         _outcome_value, tolerance=0.01,
         explanation="R̄ = 0.5 and the sample std is √(1/3) ≈ 0.577, so Â = 0.5/0.577 ≈ 0.866 on every token of the "
                     "guiding solution, its wrong step included.",

@@ -20,6 +20,6 @@ def _length_answer() -> float:
 QUESTIONS = [
     Question("dynamics-dpo-chosen", "dynamics", _DPO.question + " (three outcomes, π_ref = (0.4, 0.4, 0.2), β = 1, 40 exact steps)",
              _dpo_answer, choices=_DPO.choices, explanation=_DPO.explanation),
-    Question("dynamics-length-weight", "dynamics", _LENGTH.question, _length_answer, tolerance=_LENGTH.tolerance,
+    Question("dynamics-length-weight", "dynamics", _LENGTH.question + f" (within ±{_LENGTH.tolerance:g})", _length_answer, tolerance=_LENGTH.tolerance,
              explanation=_LENGTH.explanation),
 ]

@@ -36,7 +36,7 @@ QUESTIONS = [
     Question(
         "grpo-advantage-one-success", "grpo",
         "One group of four responses gets rewards 1, 0, 0, 0. With the sample std (divisor g − 1 = 3, as TRL) and "
-        "ε = 10⁻⁴, what is the advantage Â₁ of the rewarded response?",
+        "ε = 10⁻⁴, what is the advantage Â₁ of the rewarded response? (within ±0.01)",
         lambda: float(group_advantages([1.0, 0.0, 0.0, 0.0], 4, ddof=1, eps=1e-4)[0]), tolerance=0.01,
         explanation="R̄ = 0.25 and the sample std is 0.5, so Â₁ = (1 − 0.25)/(0.5 + 10⁻⁴) ≈ 1.50; each of the three "
                     "failures gets ≈ −0.50. The advantages sum to zero within the group [ftip-004D].",

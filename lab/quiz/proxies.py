@@ -25,7 +25,7 @@ QUESTIONS = [
     ),
     Question(
         "proxies-bon-kl", "proxies",
-        "How far, in nats of KL from the starting policy, is best-of-N with N = 16?",
+        "How far, in nats of KL from the starting policy, is best-of-N with N = 16? (within ±0.01)",
         lambda: float(proxy.best_of_n_kl(16)), tolerance=0.01,
         explanation="KL_BoN = log N − (N − 1)/N = log 16 − 15/16 ≈ 1.835 nats: it grows only like log N, so even "
                     "N = 256 stays under 5 nats.",
