@@ -12,7 +12,9 @@ from lab.kl import log_probabilities
 from lab.sandbox import SandboxUnavailable
 from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annotate
 from labui.demo_data import gradient_energy_series
-from labui import example_button, example_note, figure, header, route_through_app, shows_errors
+from labui import colors, course_nav, example_button, example_note, figure, header, route_through_app, shows_errors
+from labui.predict import ask_chapter
+from labui.share import Param, number, restore_from_url, text, write_to_url
 from worked_examples import code_agent_trace as EXT
 from worked_examples import dgg_gate as EXD
 from worked_examples import replay_annotation as EXR
@@ -30,9 +32,20 @@ header(
     "optimizer touches anything.",
 )
 
+# shareable link parameters; the replay defaults differ from worked example ftip-0059 so that its button visibly loads it
+PARAMS = {"action": Param("ag_text", text(400)), "rounds": Param("ag_rounds", number(1, 10, integer=True)),
+          "budget": Param("ag_budget", number(100, 100_000, integer=True)),
+          "behaviour_prob": Param("ag_pb", number(0.0, 1.0)), "current_prob": Param("ag_pc", number(0.0, 1.0)),
+          "age": Param("ag_age", number(0, 100, integer=True)), "uses": Param("ag_uses", number(0, 100, integer=True)),
+          "z_star": Param("ag_z", number(0.5, 5.0)), "seed": Param("ag_seed", number(0, 999, integer=True)),
+          "window": Param("ag_window", number(3, 20, integer=True))}
+for k, v in {"ag_text": '<action tool="python">print(6 * 7)</action>', "ag_rounds": 3, "ag_budget": 5_000, "ag_pb": 0.4, "ag_pc": 0.5,
+             "ag_age": 1, "ag_uses": 0, "ag_z": 2.0, "ag_seed": 0, "ag_window": 6}.items():
+    st.session_state.setdefault(k, v)
+restore_from_url(PARAMS)
+
 SER = ActionSerializer()
 st.subheader("Action serializer playground")
-st.session_state.setdefault("ag_text", '<action tool="python">print(6 * 7)</action>')
 text = st.text_area("generated text", key="ag_text", height=80)
 decoded = SER.decode(text)
 if isinstance(decoded, Action):
@@ -63,8 +76,8 @@ if trace is not None:
 
 st.subheader("Agentic rounds and their ledger (ftip-0073, ftip-0074)")
 c1, c2 = st.columns(2)
-rounds = c1.number_input("rounds", 1, 10, 3, key="ag_rounds")
-budget_bytes = c2.number_input("output-bytes budget (hard stop)", 100, 100_000, 5_000, step=100, key="ag_budget")
+rounds = c1.number_input("rounds", 1, 10, key="ag_rounds")
+budget_bytes = c2.number_input("output-bytes budget (hard stop)", 100, 100_000, step=100, key="ag_budget")
 run_rounds = st.button("Run the agentic rounds", key="ag_run_rounds")
 if run_rounds:
     try:
@@ -95,8 +108,6 @@ if "ag_ledger" in st.session_state:
     st.caption(f"{len(recs)} records appended; stop reason: {reason}; cumulative cost {[round(c, 3) for c in cost]}")
 
 st.subheader("Replay annotation (ftip-0057, ftip-0059)")
-for k, v in {"ag_pb": 0.25, "ag_pc": 0.5, "ag_age": 3, "ag_uses": 2}.items():
-    st.session_state.setdefault(k, v)
 example_button("Load worked example ftip-0059", {"ag_pb": 0.25, "ag_pc": 0.5, "ag_age": 3, "ag_uses": 2}, "ag_replay_example")
 c1, c2, c3, c4 = st.columns(4)
 pb = c1.number_input("behaviour probability of the action", 0.0, 1.0, step=0.05, key="ag_pb")
@@ -115,8 +126,6 @@ with shows_errors():
 
 st.subheader("Dynamic gradient gate (ftip-005A, ftip-005B)")
 st.latex(r"Z_n=\frac{\Delta_n-\mu}{s},\quad \Delta_n=\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n)-\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n-1);\ \text{reject before the optimizer step when } Z_n>z^\star")
-for k, v in {"ag_z": 2.0, "ag_seed": 0, "ag_window": 6}.items():
-    st.session_state.setdefault(k, v)
 c1, c2, c3 = st.columns(3)
 zstar = c1.slider("threshold z*", 0.5, 5.0, step=0.1, key="ag_z")
 seed = c2.number_input("series seed", 0, 999, key="ag_seed")
@@ -129,18 +138,32 @@ with shows_errors():
     zs = [decisions[k].z for k in xs]
     shown = [z if abs(z) != float("inf") else None for z in zs]  # s = 0 gives Z = ±inf: no point to draw
     acc = [decisions[k].accepted for k in xs]
-    fig = figure("Z-score of each proposed update's gradient-energy increment", "proposal n", "Z_n  [trailing-window std units]")
-    fig.add_trace(go.Scatter(x=xs, y=shown, mode="lines", name="Z_n", line=dict(color="lightgray")))
+    fig = figure("Z-score of each proposed update's gradient-energy increment", "proposal n", "Zₙ  [trailing-window std units]")
+    fig.add_trace(go.Scatter(x=xs, y=shown, mode="lines", name="Zₙ", line=dict(color=colors.REFERENCE, width=colors.REFERENCE_WIDTH)))
     fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if a], y=[z for z, a in zip(shown, acc) if a], mode="markers", name="accepted",
-                             marker=dict(color="seagreen", size=9)))
+                             marker=dict(color=colors.POSITIVE, size=9)))
     fig.add_trace(go.Scatter(x=[x for x, a in zip(xs, acc) if not a], y=[z for z, a in zip(shown, acc) if not a], mode="markers", name="rejected",
-                             marker=dict(color="crimson", size=12, symbol="x")))
+                             marker=dict(color=colors.NEGATIVE, size=12, symbol="x")))
     fig.add_hline(y=zstar, line_dash="dot", annotation_text="z* (reject above)")
     st.plotly_chart(fig, width="stretch", key="ag_gate")
     st.metric("proposals accepted / rejected", f"{gate.cost.accepted} / {gate.cost.rejected}",
               help="rejected proposals were still computed: they stay in the cost record (ftip-006D)")
+    st.markdown(
+        "**Why so many rejections at a low z\\*.** The lab measures each increment Δₙ against the energy of the last "
+        "*accepted* proposal, and only accepted increments enter the trailing window (μ, s). A rejected proposal leaves "
+        "that reference where it was. So when the gradient energy drifts upward, each later proposal is compared with the "
+        "same, older level: its increment includes the whole drift since the last acceptance, its Z stays high, and the "
+        "rejections come in runs until a proposal falls back near the old level. The reference [ftip-005A] states a "
+        "trailing-window Z-score of the change in squared Frobenius norm and discards above the threshold, but does not "
+        "say against which proposal the change is taken; measuring against the last accepted one is this lab's declared "
+        "convention (it keeps the window free of rejected updates). Raise z\\* or widen the window to see the runs shorten.")
     with st.expander("Worked example ftip-005B with a real Adam optimizer"):
         z_vals = EXD.compute()
         st.session_state["ag_dgg_example"] = True
         example_note("ag_dgg_example", EXD, z_vals, fmt=lambda x: f"{x:g}")
         st.text(EXD.explain())
+write_to_url(PARAMS)
+
+st.subheader("Predict, then reveal")
+ask_chapter("agentic")
+course_nav(__file__)

@@ -5,7 +5,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab import evaluation as ev
-from labui import figure, header, route_through_app, shows_errors
+from labui import colors, course_nav, figure, header, route_through_app, shows_errors
+from labui.predict import ask_chapter
+from labui.share import Param, choice, flag, number, restore_from_url, write_to_url
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -23,15 +25,21 @@ header(
 st.latex(r"\hat\Delta=\frac1N\sum_i (b_i-a_i),\qquad \Delta^{*}_r=\frac1N\sum_{i\in S_r}(b_i-a_i),\ S_r\sim\text{cases with replacement},"
          r"\qquad \text{pass@}k=1-\binom{n-c}{k}\Big/\binom{n}{k}")
 
-st.session_state.setdefault("cmp_source", "demo")
+CASES = [20, 50, 100, 200, 500, 1000]
+PARAMS = {"source": Param("cmp_source", choice(["demo", "upload CSV"])), "gain": Param("cmp_gain", number(-0.2, 0.3)),
+          "cases": Param("cmp_n", choice(CASES)), "seed": Param("cmp_seed", number(0, 10_000, integer=True)),
+          "threshold": Param("cmp_threshold", number(0.0, 1.0)), "by_cluster": Param("cmp_cluster", flag, lambda v: "1" if v else "0")}
+for k, v in {"cmp_source": "demo", "cmp_gain": 0.08, "cmp_n": 200, "cmp_seed": 0, "cmp_threshold": 0.5, "cmp_cluster": False}.items():
+    st.session_state.setdefault(k, v)
+restore_from_url(PARAMS)
 source = st.radio("per-case scores", ["demo", "upload CSV"], horizontal=True, key="cmp_source",
                   help="demo: the lab's own synthetic cases (not measurements). CSV: a header row, one row per case.")
 with shows_errors():
     if source == "demo":
         c1, c2, c3 = st.columns(3)
-        gain = c1.slider("true gain in solve probability (demo)", -0.2, 0.3, 0.08, 0.01, key="cmp_gain")
-        n_cases = c2.select_slider("cases", [20, 50, 100, 200, 500, 1000], value=200, key="cmp_n")
-        seed = c3.number_input("seed", 0, 10_000, 0, key="cmp_seed")
+        gain = c1.slider("true gain in solve probability (demo)", -0.2, 0.3, step=0.01, key="cmp_gain")
+        n_cases = c2.select_slider("cases", CASES, key="cmp_n")
+        seed = c3.number_input("seed", 0, 10_000, key="cmp_seed")
         table = ev.synthetic_comparison(n_cases=int(n_cases), gain=float(gain), seed=int(seed))
         st.caption("Demo columns: baseline, candidate (0/1 correct), n / c_baseline / c_candidate (samples, correct samples), "
                    "confidence, old_before / old_after (old task), cluster (source document).")
@@ -40,6 +48,8 @@ with shows_errors():
         if up is None:
             st.info("Upload a CSV, e.g. columns `baseline,candidate` with 0/1 per case; optional `cluster`, `confidence`, "
                     "`n`, `c_baseline`, `c_candidate`, `old_before`, `old_after`.")
+            write_to_url(PARAMS)
+            course_nav(__file__)
             st.stop()
         if up.size > 20_000_000:
             raise ValueError(f"the CSV is {up.size} bytes; at most 20 MB is accepted")
@@ -54,7 +64,7 @@ with shows_errors():
     c1, c2, c3 = st.columns(3)
     col_a = c1.selectbox("baseline column", numeric, index=numeric.index("baseline") if "baseline" in numeric else 0, key="cmp_a")
     col_b = c2.selectbox("candidate column", numeric, index=numeric.index("candidate") if "candidate" in numeric else 1, key="cmp_b")
-    use_cluster = c3.checkbox("resample by cluster", value=False, key="cmp_cluster", disabled="cluster" not in table,
+    use_cluster = c3.checkbox("resample by cluster", key="cmp_cluster", disabled="cluster" not in table,
                               help="Needs a `cluster` column: cases from one source are resampled together.")
 
     paired = ev.paired_bootstrap(table[col_a], table[col_b], cluster=table["cluster"] if use_cluster and "cluster" in table else None)
@@ -67,9 +77,9 @@ with shows_errors():
     fig = figure("Separate intervals overlap; the paired interval of the difference is what the claim needs",
                  "", "score (mean over cases)")
     fig.add_trace(go.Scatter(x=[f"{col_a} (separate)", f"{col_b} (separate)"], y=[sep_a.mean_difference, sep_b.mean_difference],
-                             mode="markers", marker=dict(size=12), name="separate intervals",
+                             mode="markers", marker=dict(size=12, color=colors.REFERENCE), name="separate intervals",
                              error_y=dict(type="data", symmetric=False, array=[sep_a.above, sep_b.above], arrayminus=[sep_a.below, sep_b.below])))
-    fig.add_trace(go.Scatter(x=["difference (paired)"], y=[paired.mean_difference], mode="markers", marker=dict(size=14, color="crimson"),
+    fig.add_trace(go.Scatter(x=["difference (paired)"], y=[paired.mean_difference], mode="markers", marker=dict(size=14, color=colors.KEY),
                              name="paired difference", error_y=dict(type="data", symmetric=False, array=[paired.above], arrayminus=[paired.below])))
     fig.add_hline(y=0, line_dash="dot")
     st.plotly_chart(fig, width="stretch", key="cmp_intervals")
@@ -85,7 +95,7 @@ with shows_errors():
 
     if "confidence" in table:
         st.subheader("An abstaining variant: coverage beside accuracy among answered")
-        threshold = st.slider("answer only when confidence ≥", 0.0, 1.0, 0.5, 0.05, key="cmp_threshold")
+        threshold = st.slider("answer only when confidence ≥", 0.0, 1.0, step=0.05, key="cmp_threshold")
         answered = ev.abstain_below(table["confidence"], threshold)
         sel = ev.selective_metrics(table[col_b], answered, confidence=table["confidence"])
         s1, s2, s3 = st.columns(3)
@@ -111,3 +121,8 @@ with shows_errors():
     st.info(ev.bounded_claim(col_b, col_a, f"mean of {col_b} − {col_a}", paired, population,
                              "the conditions recorded with the scores", "the old task" if ret else "no old task", ret,
                              "training-seed variation, other populations, safety behaviour"))
+write_to_url(PARAMS)
+
+st.subheader("Predict, then reveal")
+ask_chapter("compare")
+course_nav(__file__)

@@ -6,21 +6,46 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.credit import FAMILIES, GUIDING_PROBLEM, GUIDING_STEPS, MECHANISMS, guiding_example, run, padded_tokens, step_credit, wrong_step_spans
-from labui import figure, outline_heatmap_cells, parse_floats, route_through_app, shows_errors
+from labui import course_nav, figure, header, outline_heatmap_cells, parse_floats, route_through_app, shows_errors
+from labui.predict import ask_chapter
+from labui.share import Param, flag, number, restore_from_url, text, write_to_url
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
-st.title("Credit assignment")
-st.caption("Reference: credit-assignment-question-bank.txt (37 papers; tag credit-bank) · Lightman et al. 2023; Wang et al. 2024 "
-           "(Math-Shepherd); SCAR; CONCUR; MART-GRPO; MGE-PO; CARM; TACO; Rubric Dropout; TAG; SHARPO; Residual Advantage; T2SPO; KnowGPO")
-st.markdown(
+header(
+    "Credit assignment", "credit-bank (37 papers)",
+    "Lightman et al. 2023; Wang et al. 2024 (Math-Shepherd); SCAR; CONCUR; MART-GRPO; MGE-PO; CARM; TACO; Rubric Dropout; TAG; "
+    "SHARPO; Residual Advantage; T2SPO; KnowGPO",
     "One final score, many tokens: which of them deserve it? Below, a solution reasons well for two steps, "
     "makes an error at step three and still reaches the right answer. **Uniform outcome credit** gives every "
     "token the same advantage, so it reinforces the wrong step too. Pick mechanisms and compare the credit each "
     "one gives the same tokens; the wrong step is outlined. Each mechanism says what evidence it needs, what it "
-    "conserves, and what it cannot tell."
+    "conserves, and what it cannot tell.",
+    reference="credit-assignment-question-bank.txt",
 )
 
+
+def _mechanisms(raw: str) -> list[str]:
+    names = [x for x in text(400)(raw).replace("|", ",").split(",") if x]
+    bad = [x for x in names if x not in MECHANISMS]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not one of {list(MECHANISMS)}")
+    return names
+
+
+def _families(raw: str) -> list[str]:
+    names = [x for x in text(400)(raw).replace("|", ",").split(",") if x]
+    bad = [x for x in names if x not in FAMILIES]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not one of {list(FAMILIES)}")
+    return names
+
+
+_yes = lambda v: "1" if v else "0"  # noqa: E731
+PARAMS = {"outcome": Param("cr_outcome", number(-100, 100)), "peers": Param("cr_peers", text(200)), "timeout": Param("cr_timeout", flag, _yes),
+          **{f"step{j + 1}_correct": Param(f"cr_ok{j}", flag, _yes) for j in range(4)},
+          **{f"entropy{j + 1}": Param(f"cr_ent{j}", number(-100, 100)) for j in range(4)},
+          "families": Param("cr_families", _families, ",".join), "mechanisms": Param("cr_mechs", _mechanisms, ",".join)}
 DEFAULTS = {"cr_outcome": 1.0, "cr_peers": "1, 0, 0", "cr_timeout": False,
             **{f"cr_ok{j}": j != 2 for j in range(4)}, **{f"cr_ent{j}": h for j, h in enumerate((0.3, 0.4, 1.6, 0.9))}}
 for k, v in DEFAULTS.items():
@@ -31,7 +56,9 @@ def reset() -> None:
     st.session_state.update(DEFAULTS)
 
 
-st.button("Load the guiding example", on_click=reset, key="cr_reset")
+st.session_state.setdefault("cr_families", list(FAMILIES))
+restore_from_url(PARAMS)
+st.button("Reset to the guiding example", on_click=reset, key="cr_reset", help="the page opens on the guiding example; this undoes your edits")
 st.markdown(f"**Problem:** {GUIDING_PROBLEM} Target answer **19**. Response 1 (edit it below) and three peers form a group.")
 
 with st.expander("Edit the trajectory: step correctness, outcome, entropies, group peers", expanded=True):
@@ -47,7 +74,7 @@ with st.expander("Edit the trajectory: step correctness, outcome, entropies, gro
     c3.checkbox("response 1 was cut by a time limit (not a terminal state)", key="cr_timeout")
     edit_errors = st.empty()  # a bad edit shows its message here, next to the controls
 
-fam = st.multiselect("Family filter", list(FAMILIES), default=list(FAMILIES), key="cr_families")
+fam = st.multiselect("Family filter", list(FAMILIES), key="cr_families")
 options = [k for k, m in MECHANISMS.items() if m.family in fam]
 st.session_state.setdefault("cr_mechs", ["outcome", "process_labels", "math_shepherd", "shapley", "mart", "taco"])
 st.session_state["cr_mechs"] = [k for k in st.session_state["cr_mechs"] if k in options]
@@ -122,3 +149,8 @@ if group is not None and chosen:
                     st.markdown(f"Question bank (opens the quiz filtered to this paper): {links}")
                 with st.expander("what it did (metrics for the whole group)"):
                     st.json({n: v for n, v in results[k].metrics.items() if n != "masked_tokens"}, expanded=False)
+write_to_url(PARAMS)
+
+st.subheader("Predict, then reveal")
+ask_chapter("credit")
+course_nav(__file__)

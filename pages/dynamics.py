@@ -6,8 +6,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab import playground as P
-from labui import header, parse_floats, route_through_app, shows_errors
+from labui import colors, course_nav, header, parse_floats, route_through_app, shows_errors
 from labui.predict import predict_then_reveal
+from labui.share import PROJECTOR
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -41,6 +42,8 @@ def _from_query(qp) -> dict:
     """Validate a shared URL's setup; ValueError names the bad parameter."""
     out = {}
     for k, v in qp.items():
+        if k == PROJECTOR:  # projector mode is the sidebar toggle's (labui.share), not part of the setup
+            continue
         if k not in DEFAULTS:
             raise ValueError(f"unknown parameter {k!r}")
         if k == "variants":
@@ -136,7 +139,8 @@ with c_conv:
 
 setup = {k: st.session_state.get(f"dyn_{k}", st.session_state["dyn_store"][k]) for k in DEFAULTS}
 st.session_state["dyn_store"].update(setup)
-st.query_params.from_dict({k: ("|".join(v) if k == "variants" else str(int(v)) if isinstance(v, bool) else str(v)) for k, v in setup.items()})
+st.query_params.from_dict({**{k: ("|".join(v) if k == "variants" else str(int(v)) if isinstance(v, bool) else str(v)) for k, v in setup.items()},
+                           **({PROJECTOR: st.query_params[PROJECTOR]} if PROJECTOR in st.query_params else {})})
 
 
 def _policy(s: dict):
@@ -191,7 +195,7 @@ if preset is not None and runs is not None:
     st.subheader(preset.title)
     st.markdown(preset.explanation)
     show = predict_then_reveal(f"dyn_{setup['preset']}", preset.question, preset.choices,
-                               answer=lambda: preset.answer(runs), tolerance=preset.tolerance)
+                               answer=lambda: preset.answer(runs), tolerance=preset.tolerance, chapter="dynamics")
     if not show:
         st.info("Commit a prediction to play this phenomenon.")
 
@@ -212,8 +216,8 @@ def _bars_figure(spec: str, name: str) -> go.Figure:
     stride = max(1, T // 30)
     idx = list(range(0, T + 1, stride)) + ([T] if T % stride else [])
     ymax = min(1.0, float(run.probs.max()) * 1.1 + 0.02)
-    data = [dict(type="bar", x=run.labels, y=run.probs[0].tolist(), name="π", marker_color="steelblue"),
-            dict(type="bar", x=run.labels, y=run.ref_probs.tolist(), name="π_ref", marker_color="lightgray")]
+    data = [dict(type="bar", x=run.labels, y=run.probs[0].tolist(), name="π", marker_color=colors.KEY),
+            dict(type="bar", x=run.labels, y=run.ref_probs.tolist(), name="π_ref", marker_color=colors.REFERENCE)]
     if run.conventions.beta > 0 and name == "KL-regularized":
         data.append(dict(type="scatter", x=run.labels, y=P.optimal_policy_of(run, run.conventions.beta).tolist(), mode="markers",
                          name="closed-form optimum", marker=dict(symbol="line-ew-open", size=30, color="crimson")))
@@ -291,3 +295,7 @@ if show:
                      dict(type="scatter", x=sweep["lam"], y=sweep["bias2"], mode="lines+markers", name="bias²")]
             st.plotly_chart(_fig("GAE advantage error over 6 seeds × 64 samples (value noise σ ≥ 0.5)", "λ", "squared error", lines, height=320),
                             width="stretch", key="dyn_gae")
+
+if preset is None:
+    st.caption("Two of these phenomena (DPO's falling chosen probability, length weighting) are also on the Check yourself page.")
+course_nav(__file__)

@@ -168,8 +168,8 @@ def test_grpo_page():
     want = group_advantages([1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0], 4, ddof=0, eps=1e-4)[:4]
     assert metric(at, "advantages, group 1") == ", ".join(f"{a:.4f}" for a in want.tolist())
     at.button(key="load_grpo_example").click().run()
-    assert metric(at, "clipped terms ℓᵢ (objective)") == "1.2000, -0.8000, -1.1000, 0.9000"
-    assert metric(at, "group mean of the terms") == "0.0500"
+    assert metric(at, "objective terms Jᵢ = min(ρᵢÂᵢ, clip(ρᵢ)Âᵢ)") == "1.2000, -0.8000, -1.1000, 0.9000"
+    assert metric(at, "group mean of the objective terms") == "0.0500"
     # ftip-004N states no numbers: the page must call these the lab's own illustration, not the reference's values
     notes = [s.value for s in at.success]
     assert any("Lab's own illustration" in n and "states no numbers" in n for n in notes), notes
