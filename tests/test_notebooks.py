@@ -60,6 +60,7 @@ def test_course_treatment(path):
     for i in exercises:
         assert i + 1 < len(cells) and _hidden_answer(cells[i + 1]), f"{path.name}: exercise cell {i} has no collapsed answer after it"
         assert "print(" in cells[i + 1].source, f"{path.name}: answer cell {i + 1} explains nothing"
+        assert "assert " in cells[i + 1].source, f"{path.name}: answer cell {i + 1} checks nothing"
     assert sum(_hidden_answer(c) for c in cells) >= 4
     for i, c in enumerate(cells):
         if c.cell_type == "code" and ".show()" in c.source:
