@@ -388,6 +388,11 @@ def run_preset(preset: Preset | str, batch: RLBatch) -> RecipeResult:
     olp = as_tensor(batch.old_logps, "old_logps", allow_nan=True)
     m = _mask_of(batch, lp)
     ref = None if batch.ref_logps is None else as_tensor(batch.ref_logps, "ref_logps", allow_nan=True)
+    # validated here under the batch's field names (the loss functions name their own arguments)
+    for t, name in ((lp, "logps"), (olp, "old_logps")) + (((ref, "ref_logps"),) if ref is not None else ()):
+        if t.shape != lp.shape:
+            raise ValueError(f"{name} (shape {tuple(t.shape)}) must have the shape of logps {tuple(lp.shape)}")
+        check_active(t, m > 0, name, logprob=True)
     if p.beta > 0 and ref is None:
         raise ValueError(f"ref_logps must be given for preset {p.name!r} (beta = {p.beta} > 0 adds a KL term)")
     metrics: dict[str, float] = {}
