@@ -531,3 +531,82 @@ def differing_quantities(results: Sequence[RecipeResult], atol: float = 1e-9) ->
     for q in ("loss", "clip_fraction"):
         out[q] = any(abs(getattr(x, q) - getattr(a, q)) > atol for x in results[1:])
     return out
+
+
+# ---- building a batch from what a person types (the "Same batch, many recipes" page) ---------------------------
+
+FILLER = -1e4  # what padding positions hold in a batch built here (any filler gives the same numbers)
+
+
+def make_batch(
+    groups: Sequence[Sequence[float]],
+    logps: Sequence[Sequence[float]],
+    ratios: Sequence[Sequence[float]] | None = None,
+    old_logps: Sequence[Sequence[float]] | None = None,
+    ref_shift: float = 0.1,
+) -> RLBatch:
+    """An :class:`RLBatch` from per-group rewards and per-response token log-probs of any lengths.
+
+    ``groups``: one list of rewards per prompt (responses numbered group after group); ``logps``: one list per
+    response, its length the response's length (ragged; padded with :data:`FILLER` and masked). The behaviour
+    policy is given either as token ``ratios`` ρ = π/π_old (old log-prob = log-prob − log ρ) or as ``old_logps``
+    (same lengths); neither means on-policy (ρ = 1). The reference log-probs are the old ones minus
+    ``ref_shift`` (a declared, lab-own choice so that KL terms are non-zero; 0 makes π_ref = π_old).
+    """
+    if not isinstance(groups, (list, tuple)) or not groups or not all(isinstance(g, (list, tuple)) and len(g) > 0 for g in groups):
+        raise ValueError(f"groups must be a non-empty list of non-empty reward lists; got {groups!r}")
+    rewards = [float(x) for g in groups for x in g]
+    ids = [k for k, g in enumerate(groups) for _ in g]
+    if not isinstance(logps, (list, tuple)) or len(logps) != len(rewards):
+        raise ValueError(f"logps must give one token list per response ({len(rewards)}); got {len(logps) if isinstance(logps, (list, tuple)) else logps!r}")
+    if ratios is not None and old_logps is not None:
+        raise ValueError("give either ratios or old_logps, not both")
+    lengths = [len(row) for row in logps]
+    if min(lengths) == 0:
+        raise ValueError(f"logps: response {lengths.index(0)} has no token")
+    width = max(lengths)
+    mask = [[1.0] * n + [0.0] * (width - n) for n in lengths]
+
+    def padded(rows, name):
+        if len(rows) != len(lengths) or any(len(r) != n for r, n in zip(rows, lengths)):
+            raise ValueError(f"{name} must have one list per response with the lengths of logps {lengths}")
+        return torch.tensor([[float(v) for v in r] + [FILLER] * (width - len(r)) for r in rows], dtype=torch.float64)  # (B, T)
+
+    lp = padded(logps, "logps")
+    m = torch.tensor(mask, dtype=torch.float64)
+    active = m > 0
+    check_active(lp, active, "logps", logprob=True)
+    if ratios is not None:
+        rho = padded(ratios, "ratios")
+        check_active(rho, active, "ratios")
+        if bool((rho[active] <= 0).any()):
+            raise ValueError("ratios must be > 0 at every token (ρ = π/π_old of a sampled token)")
+        olp = active_values(lp - torch.log(active_values(rho, active, 1.0)), active, FILLER)
+        if bool((olp[active] > 0).any()):  # log π_old = log π − log ρ > 0: a ratio below π(y_t) is impossible
+            raise ValueError("ratios: some ρ is below the token's probability π(y_t), which would make π_old(y_t) = π/ρ > 1")
+    elif old_logps is not None:
+        olp = padded(old_logps, "old_logps")
+        check_active(olp, active, "old_logps", logprob=True)
+    else:
+        olp = lp.clone()
+    shift = float(ref_shift)
+    if not shift >= 0 or shift == float("inf"):
+        raise ValueError(f"ref_shift must be >= 0 and finite; got {ref_shift!r}")
+    ref = active_values(olp - shift, active, FILLER)
+    return RLBatch(rewards, ids, lp, olp, m, ref_logps=ref)
+
+
+def masked_rows(values: TensorLike, mask: TensorLike) -> list[list[float | None]]:
+    """``values`` (B, T) as lists with ``None`` at masked positions (a table or heatmap shows them blank)."""
+    v = as_tensor(values, "values", allow_nan=True)
+    if v.dim() != 2:
+        raise ValueError(f"values must have shape (B, T); got {tuple(v.shape)}")
+    m = as_mask(mask, v, "mask")
+    return [[float(x) if a > 0 else None for x, a in zip(row, mrow)] for row, mrow in zip(v.tolist(), m.tolist())]
+
+
+DEMO_GROUPS = [[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.5]]  # the lab's own example: two prompts, four answers each
+DEMO_LOGPS = [[-1.0, -0.5, -2.0], [-0.3, -1.2], [-0.7, -0.9, -1.5, -0.4], [-2.0, -0.1],
+              [-1.1, -0.6, -0.2], [-0.4], [-0.8, -0.8, -0.8, -1.0], [-1.5, -0.3, -0.9]]
+DEMO_RATIOS = [[1.22, 1.0, 0.61], [0.82, 0.82], [1.0, 1.65, 0.61, 1.0], [0.61, 1.35],
+               [0.9, 1.35, 1.35], [1.65], [1.0, 0.74, 1.49, 1.0], [0.61, 1.0, 1.65]]

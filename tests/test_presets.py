@@ -277,6 +277,29 @@ def _sweep_cases():
            for n in PREFERENCE_PRESETS]
         + [(f"{n} NaN", (lambda n=n: run_preference_preset(n, PreferencePairs([NAN], [-1.0], [-1.0], [-1.0], [1], [1]))), "chosen_logps")
            for n in PREFERENCE_PRESETS],
+        "make_batch": [("demo ratios", lambda: presets.make_batch(presets.DEMO_GROUPS, presets.DEMO_LOGPS, ratios=presets.DEMO_RATIOS), None),
+                       ("on-policy", lambda: presets.make_batch([[1, 0]], [[-1.0], [-2.0, -0.5]]), None),
+                       ("old logps", lambda: presets.make_batch([[1, 0]], [[-1.0], [-2.0]], old_logps=[[-1.5], [-1.0]]), None),
+                       ("bool rewards", lambda: presets.make_batch([[True, False]], [[-1.0], [-2.0]]), None),
+                       ("huge ratio", lambda: presets.make_batch([[1, 0]], [[-1.0], [-2.0]], ratios=[[1e300], [1.0]]), None),
+                       ("tiny ratio", lambda: presets.make_batch([[1, 0]], [[-1.0], [-2.0]], ratios=[[1e-300], [1.0]]), "ratios"),
+                       ("no groups", lambda: presets.make_batch([], [[-1.0]]), "groups"),
+                       ("empty group", lambda: presets.make_batch([[1.0], []], [[-1.0]]), "groups"),
+                       ("too few rows", lambda: presets.make_batch([[1, 0]], [[-1.0]]), "logps"),
+                       ("empty response", lambda: presets.make_batch([[1, 0]], [[-1.0], []]), "logps"),
+                       ("positive logp", lambda: presets.make_batch([[1, 0]], [[0.5], [-1.0]]), "logps"),
+                       ("nan logp", lambda: presets.make_batch([[1, 0]], [[NAN], [-1.0]]), "logps"),
+                       ("zero ratio", lambda: presets.make_batch([[1, 0]], [[-1.0], [-1.0]], ratios=[[0.0], [1.0]]), "ratios"),
+                       ("inf ratio", lambda: presets.make_batch([[1, 0]], [[-1.0], [-1.0]], ratios=[[INF], [1.0]]), "ratios"),
+                       ("ratio too small for a probability", lambda: presets.make_batch([[1, 0]], [[-0.1], [-1.0]], ratios=[[0.5], [1.0]]), "ratios"),
+                       ("ragged ratios", lambda: presets.make_batch([[1, 0]], [[-1.0], [-1.0]], ratios=[[1.0, 1.0], [1.0]]), "ratios"),
+                       ("both", lambda: presets.make_batch([[1, 0]], [[-1.0], [-1.0]], ratios=[[1.0], [1.0]], old_logps=[[-1.0], [-1.0]]), "ratios"),
+                       ("negative shift", lambda: presets.make_batch([[1, 0]], [[-1.0], [-1.0]], ref_shift=-1.0), "ref_shift"),
+                       ("nan shift", lambda: presets.make_batch([[1, 0]], [[-1.0], [-1.0]], ref_shift=NAN), "ref_shift")],
+        "masked_rows": [("grad", lambda: presets.masked_rows(run_preset("verl-grpo", b).grad, b.mask), None),
+                        ("fillers", lambda: presets.masked_rows([[1.0, NAN], [INF, 2.0]], [[1, 0], [0, 1]]), None),
+                        ("1-D", lambda: presets.masked_rows([1.0, 2.0], [1, 1]), "values"),
+                        ("bad mask", lambda: presets.masked_rows([[1.0]], [[1, 1]]), "mask")],
         "preset_differences": [("pairs", lambda: preset_differences(list(RL_PRESETS[:2])), None),
                                ("all", lambda: preset_differences(list(PRESETS)), None),
                                ("one", lambda: preset_differences(["nanochat-rl"]), "presets")],
@@ -304,6 +327,18 @@ def test_every_public_function_is_swept():
     assert _public() <= set(_sweep_cases()), f"public functions without sweep entries: {_public() - set(_sweep_cases())}"
 
 
+def test_masked_rows_blanks_masked_positions():
+    assert presets.masked_rows([[1.0, NAN], [INF, 2.0]], [[1, 0], [0, 1]]) == [[1.0, None], [None, 2.0]]
+
+
+def test_make_batch_ratios_give_old_logps_and_pad_with_the_filler():
+    b = presets.make_batch([[1.0, 0.0]], [[-1.0, -2.0], [-0.5]], ratios=[[2.0, 1.0], [0.8]], ref_shift=0.25)
+    assert b.old_logps[0, 0].item() == pytest.approx(-1.0 - math.log(2.0), rel=1e-15)
+    assert b.old_logps[1, 0].item() == pytest.approx(-0.5 - math.log(0.8), rel=1e-15)
+    assert b.logps[1, 1].item() == presets.FILLER and b.mask.tolist() == [[1.0, 1.0], [1.0, 0.0]]
+    assert b.ref_logps[0, 1].item() == pytest.approx(-2.25, rel=1e-15) and b.group_ids == [0, 0]
+
+
 def test_edge_sweep():
     failures = []
     count = 0
@@ -321,7 +356,7 @@ def test_edge_sweep():
                 continue
             if expect is not None:
                 failures.append(f"{fn} [{label}]: returned instead of a ValueError naming {expect}")
-            elif not _finite(out):
+            elif fn != "masked_rows" and not _finite(out):
                 failures.append(f"{fn} [{label}]: non-finite result")
     assert count > 150
     assert not failures, "\n".join(failures)
