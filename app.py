@@ -45,4 +45,4 @@ PAGES = {
     ],
 }
 
-st.navigation(PAGES).run()
+st.navigation(PAGES, expanded=True).run()  # every page listed: no "View N more" fold (20+ pages)
