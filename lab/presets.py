@@ -610,3 +610,60 @@ DEMO_LOGPS = [[-1.0, -0.5, -2.0], [-0.3, -1.2], [-0.7, -0.9, -1.5, -0.4], [-2.0,
               [-1.1, -0.6, -0.2], [-0.4], [-0.8, -0.8, -0.8, -1.0], [-1.5, -0.3, -0.9]]
 DEMO_RATIOS = [[1.22, 1.0, 0.61], [0.82, 0.82], [1.0, 1.65, 0.61, 1.0], [0.61, 1.35],
                [0.9, 1.35, 1.35], [1.65], [1.0, 0.74, 1.49, 1.0], [0.61, 1.0, 1.65]]
+
+
+# ---- how the recipes diverge over a few steps (lab.playground) ------------------------------------------------
+
+
+def playground_conventions(preset: Preset | str) -> tuple[str | None, dict, list[str]]:
+    """``(objective, conventions, not_simulated)``: the part of ``preset`` that :func:`lab.playground.train` can run.
+
+    The playground trains on-policy with one gradient step per batch (μ = 1), so every ratio is 1 when the loss
+    is taken: clip ranges, dual-clip and log-ratio clamps cannot act there, and the dynamics differ only through
+    the advantages, the aggregation and β. What the playground cannot express is listed in ``not_simulated``;
+    ``objective`` is None when the preset's advantage or loss has no playground counterpart.
+    """
+    p = _as_preset(preset, "rl")
+    notes = []
+    if p.clip_ratio_c is not None:
+        notes.append("dual-clip (inactive on-policy anyway)")
+    if p.log_ratio_clamp is not None:
+        notes.append("log-ratio clamp (inactive on-policy anyway)")
+    if p.beta > 0 and (p.kl_estimator != "k3" or p.kl_clamp is not None or p.kl_bias_correction):
+        notes.append("KL estimator / clamp / bias correction (the playground uses plain k3)")
+    if p.singleton != "zero":
+        notes.append("singleton rule (playground groups are all full)")
+    if p.advantage in ("reinforce++", "reinforce++-baseline", "gae") or p.whiten:
+        return None, {}, notes + [f"token-level advantages ({p.advantage}{', whitened' if p.whiten else ''}) have no playground counterpart"]
+    if p.policy_loss in ("gspo", "cispo"):
+        return None, {}, notes + [f"the {p.policy_loss} policy loss has no playground counterpart"]
+    if p.loss_agg not in ("grpo", "bnpo", "dr_grpo", "dapo"):
+        return None, {}, notes + [f"aggregation {p.loss_agg!r} has no playground counterpart"]
+    conv = dict(loss_type=p.loss_agg, beta=p.beta, epsilon=p.epsilon, epsilon_high=p.epsilon_high)
+    if p.advantage == "rloo":
+        return "rloo", conv, notes
+    conv.update(scale="group" if p.advantage == "group" else "none", ddof=p.ddof, eps=p.eps)
+    return "grpo", conv, notes  # "none" (REINFORCE with the group mean) equals GRPO with scale "none" at μ = 1
+
+
+def simulate_presets(names: Sequence[str], task: str = "short_or_long", steps: int = 40, lr: float = 1.0, seed: int = 0,
+                     n: int = 16, group_size: int = 4) -> dict[str, tuple[object | None, list[str]]]:
+    """Train the playground's tabular sequence policy on ``task`` under each preset's conventions.
+
+    Returns name → ``(PlaygroundRun or None, not_simulated notes)``; all presets use the same ``seed``, so they
+    see the same first batch. ``short_or_long`` (responses of length 1 or 3 are right) makes the aggregation
+    matter, since responses differ in length.
+    """
+    from lab.playground import sequence_task, train
+
+    if not isinstance(names, (list, tuple)) or not names:
+        raise ValueError(f"names must list at least one preset; got {names!r}")
+    out = {}
+    for name in names:
+        objective, conv, notes = playground_conventions(name)
+        if objective is None:
+            out[name] = (None, notes)
+            continue
+        run = train(sequence_task(task), objective, steps, lr, seed=seed, n=n, group_size=group_size, **conv)
+        out[name] = (run, notes)
+    return out

@@ -18,8 +18,9 @@ from lab.presets import (
     preset_differences,
     run_preference_preset,
     run_preset,
+    simulate_presets,
 )
-from labui import header, parse_floats, route_through_app, shows_errors
+from labui import figure, header, parse_floats, route_through_app, shows_errors
 from labui.share import Param, restore_from_url, text, write_to_url
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
@@ -128,6 +129,22 @@ elif batch is not None:
         st.caption("Advantage at each response's first token (REINFORCE++ and PPO vary along the response):")
         st.dataframe([{"response": i, "group": g, **{name: rows[i][0] for name, rows in first.items()}} for i, g in enumerate(batch.group_ids)],
                      hide_index=True, width="stretch")
+
+st.subheader("How the recipes diverge over a few steps")
+if st.toggle("Train the playground's tiny sequence policy under each chosen preset", key="rec_diverge",
+             help="lab.playground: tabular policy, task short_or_long (right answers have length 1 or 3), 16 samples per step, same seed."):
+    sc1, sc2 = st.columns(2)
+    steps = sc1.slider("steps", 5, 60, 30, key="rec_steps")
+    lr = sc2.slider("learning rate", 0.1, 3.0, 1.0, step=0.1, key="rec_sim_lr")
+    with shows_errors():
+        sims = simulate_presets(chosen, steps=steps, lr=lr)
+        fig = figure("Expected reward E_π[r] per step", "step", "E_π[r]")
+        for name, (run, notes) in sims.items():
+            if run is not None:
+                fig.add_trace(go.Scatter(y=run.expected_reward.tolist(), name=name, mode="lines"))
+            if notes:
+                st.caption(f"**{name}** — not simulated: " + "; ".join(notes))
+        st.plotly_chart(fig, width="stretch", key="rec_sim")
 
 st.subheader("Preference presets on one set of pairs")
 st.caption("Sequence log-probs of each pair (comma lists, one number per pair); SimPO uses the lengths and no reference.")

@@ -300,6 +300,12 @@ def _sweep_cases():
                         ("fillers", lambda: presets.masked_rows([[1.0, NAN], [INF, 2.0]], [[1, 0], [0, 1]]), None),
                         ("1-D", lambda: presets.masked_rows([1.0, 2.0], [1, 1]), "values"),
                         ("bad mask", lambda: presets.masked_rows([[1.0]], [[1, 1]]), "mask")],
+        "playground_conventions": [(n, (lambda n=n: presets.playground_conventions(n)), None) for n in RL_PRESETS]
+        + [("preference preset", lambda: presets.playground_conventions("trl-1.16-dpo"), "preset")],
+        "simulate_presets": [("two", lambda: presets.simulate_presets(["nanochat-rl", "verl-ppo"], steps=3), None),
+                             ("none", lambda: presets.simulate_presets([], steps=3), "names"),
+                             ("bad steps", lambda: presets.simulate_presets(["nanochat-rl"], steps=-1), "steps"),
+                             ("bad lr", lambda: presets.simulate_presets(["nanochat-rl"], steps=2, lr=-1.0), "lr")],
         "preset_differences": [("pairs", lambda: preset_differences(list(RL_PRESETS[:2])), None),
                                ("all", lambda: preset_differences(list(PRESETS)), None),
                                ("one", lambda: preset_differences(["nanochat-rl"]), "presets")],
@@ -339,6 +345,15 @@ def test_make_batch_ratios_give_old_logps_and_pad_with_the_filler():
     assert b.ref_logps[0, 1].item() == pytest.approx(-2.25, rel=1e-15) and b.group_ids == [0, 0]
 
 
+def test_playground_divergence_dr_grpo_against_nanochat():
+    # same seed, same first batch: the first step's expected reward is shared, later ones differ (no std, other normaliser)
+    sims = presets.simulate_presets(["nanochat-rl", "dr-grpo-paper", "gspo-paper"], steps=10)
+    a, b = sims["nanochat-rl"][0], sims["dr-grpo-paper"][0]
+    assert a.expected_reward[0] == b.expected_reward[0]
+    assert abs(float(a.expected_reward[-1]) - float(b.expected_reward[-1])) > 1e-3
+    assert sims["gspo-paper"][0] is None and "gspo" in sims["gspo-paper"][1][0]
+
+
 def test_edge_sweep():
     failures = []
     count = 0
@@ -356,7 +371,7 @@ def test_edge_sweep():
                 continue
             if expect is not None:
                 failures.append(f"{fn} [{label}]: returned instead of a ValueError naming {expect}")
-            elif fn != "masked_rows" and not _finite(out):
+            elif fn not in ("masked_rows", "simulate_presets", "playground_conventions") and not _finite(out):
                 failures.append(f"{fn} [{label}]: non-finite result")
     assert count > 150
     assert not failures, "\n".join(failures)

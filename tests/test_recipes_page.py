@@ -93,3 +93,16 @@ def test_bad_link_falls_back_with_a_warning():
     at = start({"presets": "trl-9-grpo|nope"})
     assert any("presets" in w.value for w in at.warning)
     assert metric(at, "loss · verl-grpo")
+
+
+def test_divergence_switch_plots_the_playground_runs():
+    from lab.presets import simulate_presets
+
+    at = start()
+    at.toggle(key="rec_diverge").set_value(True).run()
+    clean(at)
+    assert len(at.get("plotly_chart")) == 2
+    assert not at.error
+    sims = simulate_presets(["trl-1.16-grpo", "verl-grpo", "nanochat-rl"], steps=30, lr=1.0)
+    assert all(run is not None for run, _ in sims.values())
+    assert any("not simulated" in c.value and "verl-grpo" in c.value for c in at.caption)
