@@ -2,7 +2,6 @@
 
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from lab.presets import (
     DEMO_GROUPS,
@@ -115,16 +114,17 @@ elif batch is not None:
         st.subheader("Advantages and per-token gradient weights")
         st.caption("Rows: responses (group after group); columns: token positions; blank: padding (masked). "
                    "Gradient weight = ∂loss/∂log π(y_t): negative pushes the token's probability up under gradient descent.")
-        fig = make_subplots(rows=2, cols=len(results), subplot_titles=[f"advantage · {r.preset}" for r in results]
-                            + [f"∂loss/∂log π · {r.preset}" for r in results], vertical_spacing=0.12, horizontal_spacing=0.05)
-        for j, r in enumerate(results):
-            fig.add_trace(go.Heatmap(z=masked_rows(r.advantages, batch.mask), coloraxis="coloraxis", name=f"advantage {r.preset}"), 1, j + 1)
-            fig.add_trace(go.Heatmap(z=masked_rows(r.grad, batch.mask), coloraxis="coloraxis2", name=f"gradient {r.preset}"), 2, j + 1)
-        fig.update_layout(height=560, coloraxis=dict(colorscale="RdBu", colorbar=dict(title="advantage", y=0.78, len=0.45)),
-                          coloraxis2=dict(colorscale="PiYG", colorbar=dict(title="∂loss/∂logπ", y=0.22, len=0.45)))
-        fig.update_yaxes(autorange="reversed", title_text="response")
-        fig.update_xaxes(title_text="token position")
-        st.plotly_chart(fig, width="stretch", key="rec_heat")
+        width = len(batch.mask[0])  # token positions of the batch
+        xlabels = [f"{r.preset} · t{t}" if t < width else f"{r.preset} ·" for r in results for t in range(width + 1)]
+        for quantity, title, scale, key in (("advantages", "advantage", "RdBu", "rec_heat"), ("grad", "∂loss/∂log π", "PiYG", "rec_heat_grad")):
+            z = [[] for _ in batch.group_ids]  # one row per response: the presets side by side, a blank column between
+            for r in results:
+                for i, row in enumerate(masked_rows(getattr(r, quantity), batch.mask)):
+                    z[i] += row + [None]
+            fig = figure(f"{title}: {' | '.join(r.preset for r in results)}", "preset · token position", "response")
+            fig.add_trace(go.Heatmap(z=z, x=xlabels, colorscale=scale, colorbar=dict(title=title), name=title))
+            fig.update_yaxes(autorange="reversed")
+            st.plotly_chart(fig, width="stretch", key=key)
         first = {r.preset: masked_rows(r.advantages, batch.mask) for r in results}  # advantage at each response's first token
         st.caption("Advantage at each response's first token (REINFORCE++ and PPO vary along the response):")
         st.dataframe([{"response": i, "group": g, **{name: rows[i][0] for name, rows in first.items()}} for i, g in enumerate(batch.group_ids)],
@@ -147,21 +147,22 @@ if st.toggle("Train the playground's tiny sequence policy under each chosen pres
         st.plotly_chart(fig, width="stretch", key="rec_sim")
 
 st.subheader("Preference presets on one set of pairs")
-st.caption("Sequence log-probs of each pair (comma lists, one number per pair); SimPO uses the lengths and no reference.")
-p1, p2, p3 = st.columns(3)
-for k, v in {"rec_pc": "-5, -8, -3", "rec_pr": "-6, -7, -9", "rec_rc": "-5.5, -7.5, -4", "rec_rr": "-5.5, -7.5, -8",
-             "rec_lc": "5, 8, 3", "rec_lr": "6, 7, 9"}.items():
-    st.session_state.setdefault(k, v)
-p1.text_input("policy log π(y⁺)", key="rec_pc")
-p1.text_input("policy log π(y⁻)", key="rec_pr")
-p2.text_input("reference log π_ref(y⁺)", key="rec_rc")
-p2.text_input("reference log π_ref(y⁻)", key="rec_rr")
-p3.text_input("length |y⁺| (tokens)", key="rec_lc")
-p3.text_input("length |y⁻| (tokens)", key="rec_lr")
-with shows_errors():
-    pairs = PreferencePairs(*(parse_floats(st.session_state[k], n) for k, n in
-                              (("rec_pc", "chosen_logps"), ("rec_pr", "rejected_logps"), ("rec_rc", "ref_chosen_logps"),
-                               ("rec_rr", "ref_rejected_logps"), ("rec_lc", "chosen_lengths"), ("rec_lr", "rejected_lengths"))))
-    pref = [run_preference_preset(n, pairs) for n in PREFERENCE_PRESETS]
-    st.dataframe([{"preset": r.preset, "loss": r.loss, "∂loss/∂log π(y⁺)": r.grad_chosen.tolist(), "∂loss/∂log π(y⁻)": r.grad_rejected.tolist(),
-                   "reason": "; ".join(PRESETS[r.preset].reasons.values())} for r in pref], hide_index=True, width="stretch")
+if st.toggle("Compare the preference presets (DPO, cDPO, IPO, SimPO)", key="rec_pref_on"):
+    st.caption("Sequence log-probs of each pair (comma lists, one number per pair); SimPO uses the lengths and no reference.")
+    p1, p2, p3 = st.columns(3)
+    for k, v in {"rec_pc": "-5, -8, -3", "rec_pr": "-6, -7, -9", "rec_rc": "-5.5, -7.5, -4", "rec_rr": "-5.5, -7.5, -8",
+                 "rec_lc": "5, 8, 3", "rec_lr": "6, 7, 9"}.items():
+        st.session_state.setdefault(k, v)
+    p1.text_input("policy log π(y⁺)", key="rec_pc")
+    p1.text_input("policy log π(y⁻)", key="rec_pr")
+    p2.text_input("reference log π_ref(y⁺)", key="rec_rc")
+    p2.text_input("reference log π_ref(y⁻)", key="rec_rr")
+    p3.text_input("length |y⁺| (tokens)", key="rec_lc")
+    p3.text_input("length |y⁻| (tokens)", key="rec_lr")
+    with shows_errors():
+        pairs = PreferencePairs(*(parse_floats(st.session_state[k], n) for k, n in
+                                  (("rec_pc", "chosen_logps"), ("rec_pr", "rejected_logps"), ("rec_rc", "ref_chosen_logps"),
+                                   ("rec_rr", "ref_rejected_logps"), ("rec_lc", "chosen_lengths"), ("rec_lr", "rejected_lengths"))))
+        pref = [run_preference_preset(n, pairs) for n in PREFERENCE_PRESETS]
+        st.dataframe([{"preset": r.preset, "loss": r.loss, "∂loss/∂log π(y⁺)": r.grad_chosen.tolist(), "∂loss/∂log π(y⁻)": r.grad_rejected.tolist(),
+                       "reason": "; ".join(PRESETS[r.preset].reasons.values())} for r in pref], hide_index=True, width="stretch")

@@ -39,7 +39,7 @@ def test_default_page_shows_the_library_numbers():
         r = run_preset(name, batch)
         assert metric(at, f"loss · {name}") == f"{r.loss:+.5f}"
         assert metric(at, f"clip fraction · {name}") == f"{r.clip_fraction:.3f}"
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2
     settings = at.dataframe[0].value
     assert "clip_ratio_c" in list(settings["setting"])
     assert any("dual-clip" in str(x) for x in settings["reason"])
@@ -77,6 +77,7 @@ def test_bad_input_shows_a_message_and_the_page_stays_usable():
     clean(at)
     assert any("logps" in e.value for e in at.error)
     at = start()
+    at.toggle(key="rec_pref_on").set_value(True).run()
     at.text_input(key="rec_pc").set_value("-1, nan").run()
     clean(at)
     assert any("chosen_logps" in e.value for e in at.error)
@@ -101,8 +102,21 @@ def test_divergence_switch_plots_the_playground_runs():
     at = start()
     at.toggle(key="rec_diverge").set_value(True).run()
     clean(at)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 3
     assert not at.error
     sims = simulate_presets(["trl-1.16-grpo", "verl-grpo", "nanochat-rl"], steps=30, lr=1.0)
     assert all(run is not None for run, _ in sims.values())
     assert any("not simulated" in c.value and "verl-grpo" in c.value for c in at.caption)
+
+
+def test_preference_presets_table_is_the_library_losses():
+    from lab.presets import PREFERENCE_PRESETS, PreferencePairs, run_preference_preset
+
+    at = start()
+    at.toggle(key="rec_pref_on").set_value(True).run()
+    clean(at)
+    table = at.dataframe[-1].value
+    pairs = PreferencePairs([-5, -8, -3], [-6, -7, -9], [-5.5, -7.5, -4], [-5.5, -7.5, -8], [5, 8, 3], [6, 7, 9])
+    for name in PREFERENCE_PRESETS:
+        got = float(table.loc[table["preset"] == name, "loss"].iloc[0])
+        assert got == run_preference_preset(name, pairs).loss
