@@ -267,7 +267,9 @@ def get_preset(name: str) -> Preset:
 
 
 def _as_preset(preset: Preset | str, kind: str) -> Preset:
-    p = get_preset(preset) if isinstance(preset, str) else preset
+    if isinstance(preset, str) and preset not in PRESETS:
+        raise ValueError(f"preset must be a Preset or one of {sorted(PRESETS)}; got {preset!r}")
+    p = PRESETS[preset] if isinstance(preset, str) else preset
     if not isinstance(p, Preset):
         raise ValueError(f"preset must be a Preset or a preset name; got {preset!r}")
     if p.kind != kind:
@@ -525,6 +527,8 @@ def differing_quantities(results: Sequence[RecipeResult], atol: float = 1e-9) ->
     if atol < 0 or atol != atol:
         raise ValueError(f"atol must be >= 0; got {atol}")
     a = results[0]
+    if not all(isinstance(x, RecipeResult) and x.advantages.shape == a.advantages.shape for x in results):
+        raise ValueError("results must be RecipeResults of one batch (advantages of one shape)")
     out = {}
     for q in ("advantages", "grad"):
         out[q] = any(not torch.allclose(getattr(x, q).double(), getattr(a, q).double(), rtol=0, atol=atol) for x in results[1:])

@@ -234,6 +234,8 @@ def test_property_group_presets_centre_each_group_and_grads_are_finite(rewards, 
     (lambda: run_preference_preset("trl-1.16-dpo", PreferencePairs([-1.0, -2.0], [-2.0], [-1.0], [-1.0])), "chosen_logps"),
     (lambda: preset_differences(["trl-1.16-grpo"]), "presets"),
     (lambda: differing_quantities([]), "results"),
+    (lambda: run_preset("trl-9-grpo", small_batch()), "preset"),
+    (lambda: differing_quantities([run_preset("nanochat-rl", small_batch()), run_preset("nanochat-rl", fixed_batch())]), "results"),
 ])
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])"):
