@@ -49,6 +49,10 @@ def parse(argv: list[str] | None = None) -> tuple[RunConfig, argparse.Namespace]
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv)[:1] == ["export-trl"]:  # python -m lab.smallrun export-trl --config ... --out ...
+        from lab.smallrun.export_trl import main as export_main
+
+        return export_main((sys.argv[1:] if argv is None else argv)[1:])
     warnings.filterwarnings("ignore")
     import transformers
     from tqdm import tqdm
