@@ -140,7 +140,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         reasons={"pref_beta": "DPOConfig default beta 0.1"},
         verified="DPOConfig defaults read from TRL 1.16: loss_type 'sigmoid', beta 0.1, label_smoothing 0."),
     Preset(
-        "verl-grpo", "verl", "0.4-0.5 (core_algos.py)", "verl/trainer/ppo/core_algos.py",
+        "verl-grpo", "verl", "core_algos.py as verified by the lab (release not pinned)", "verl/trainer/ppo/core_algos.py",
         advantage="group", ddof=1, eps=1e-6, singleton="raw", clip_ratio_c=3.0, log_ratio_clamp=20.0, loss_agg="bnpo",
         beta=0.001, kl_estimator="k3", kl_clamp=10.0,
         reasons={"eps": "verl adds 1e-6 to torch.std (ddof 1)",
@@ -154,7 +154,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "token-mean default and low_var_kl clamp verified by the lead in core_algos.py. The KL coefficient 0.001 "
                  "is the example scripts' value (assumed)."),
     Preset(
-        "verl-ppo", "verl", "0.4-0.5 (core_algos.py)", "verl/trainer/ppo/core_algos.py (compute_gae_advantage_return, masked_whiten)",
+        "verl-ppo", "verl", "core_algos.py as verified by the lab (release not pinned)", "verl/trainer/ppo/core_algos.py (compute_gae_advantage_return, masked_whiten)",
         advantage="gae", gamma=1.0, lam=1.0, whiten=True, clip_ratio_c=3.0, log_ratio_clamp=20.0, loss_agg="bnpo",
         reasons={"advantage": "PPO with a critic: GAE over each response's tokens (reward at the last token)",
                  "whiten": "verl whitens GAE advantages over the batch's active tokens (masked_whiten)",
@@ -164,7 +164,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         verified="GAE with γ = λ = 1 (verl's defaults) then masked_whiten, dual-clip and clamp as verified by the lead; "
                  + _COMMON + "values come from the batch (0 when none are given)."),
     Preset(
-        "openrlhf-grpo", "OpenRLHF", "0.8 (experience_maker.py)", "openrlhf/trainer/ppo_utils/experience_maker.py (group_norm)",
+        "openrlhf-grpo", "OpenRLHF", "experience_maker.py, 2025 main branch (release not pinned)", "openrlhf/trainer/ppo_utils/experience_maker.py (group_norm)",
         advantage="group", ddof=1, eps=1e-9, loss_agg="bnpo", beta=0.001, kl_estimator="k3",
         reasons={"eps": "OpenRLHF's group_norm adds 1e-9 to torch.std (ddof 1)",
                  "loss_agg": "OpenRLHF's PolicyLoss averages over all active tokens (token-level loss)",
@@ -172,7 +172,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         verified="group_norm (r − mean)/(std + 1e-9), torch std ddof 1: read in experience_maker.py. Token-level mean "
                  "aggregation and the KL settings are assumed from its example scripts, not verified in code."),
     Preset(
-        "openrlhf-reinforce++", "OpenRLHF", "0.8 (experience_maker.py)", "openrlhf/trainer/ppo_utils/experience_maker.py (reinforce)",
+        "openrlhf-reinforce++", "OpenRLHF", "experience_maker.py, 2025 main branch (release not pinned)", "openrlhf/trainer/ppo_utils/experience_maker.py (reinforce)",
         advantage="reinforce++", kl_in_reward=0.01, loss_agg="bnpo",
         reasons={"advantage": "REINFORCE++: reward minus KL-to-go, whitened over all active tokens, no group, no critic",
                  "kl_in_reward": "the KL (k1) enters the reward with OpenRLHF's default init_kl_coef 0.01",
@@ -180,7 +180,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         verified="Formula from Hu et al. 2025 (REINFORCE++, §3); " + _COMMON + "the coefficient 0.01, k1 in the reward "
                  "and token-mean aggregation are assumed, not verified in OpenRLHF's code."),
     Preset(
-        "openrlhf-reinforce++-baseline", "OpenRLHF", "0.8 (experience_maker.py)",
+        "openrlhf-reinforce++-baseline", "OpenRLHF", "experience_maker.py, 2025 main branch (release not pinned)",
         "openrlhf/trainer/ppo_utils/experience_maker.py (reinforce_baseline)",
         advantage="reinforce++-baseline", kl_in_reward=0.0, loss_agg="bnpo",
         reasons={"advantage": "REINFORCE++-baseline: r − group mean, then whitened over the batch's tokens (no per-group std)",
@@ -188,7 +188,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         verified="Group-mean subtraction read in experience_maker.py; the token whitening is REINFORCE++'s (§3) and "
                  "assumed; " + _COMMON.lower()),
     Preset(
-        "open-instruct-grpo", "open-instruct", "grpo_fast.py (2025)", "open_instruct/grpo_fast.py",
+        "open-instruct-grpo", "open-instruct", "grpo_fast.py, 2025 main branch (release not pinned)", "open_instruct/grpo_fast.py",
         advantage="group", ddof=0, eps=1e-8, loss_agg="bnpo", beta=0.05, kl_estimator="k3",
         reasons={"ddof": "open-instruct uses numpy's std: population std (divides by n, not n − 1)",
                  "eps": "open-instruct adds 1e-8 to the std",
@@ -197,7 +197,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         verified="(scores − mean)/(std + 1e-8) with numpy std (ddof 0) read in grpo_fast.py. Aggregation and the KL "
                  "coefficient are assumed, not verified."),
     Preset(
-        "nanochat-rl", "nanochat", "scripts/chat_rl.py (2025)", "scripts/chat_rl.py",
+        "nanochat-rl", "nanochat", "commit 030de3a7 (2025)", "scripts/chat_rl.py",
         advantage="centered", policy_loss="none", loss_agg="bnpo", beta=0.0,
         reasons={"advantage": "nanochat uses r − μ (group mean), no std scaling",
                  "policy_loss": "on-policy REINFORCE: no ratio, no clipping",
