@@ -20,7 +20,7 @@ from lab.presets import (
     simulate_presets,
 )
 from labui import figure, header, parse_floats, route_through_app, shows_errors
-from labui.share import Param, restore_from_url, text, write_to_url
+from labui.share import Param, number, restore_from_url, text, write_to_url
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -50,6 +50,7 @@ PARAMS = {
     "logps": Param("rec_logps", text(2000)),
     "ratios": Param("rec_ratios", text(2000)),
     "presets": Param("rec_presets", lambda raw: [p for p in raw.split("|") if p], lambda v: "|".join(v)),
+    "ref_shift": Param("rec_ref_shift", number(0.0, 1.0)),
 }
 restore_from_url(PARAMS)
 if not set(st.session_state["rec_presets"]) <= set(RL_PRESETS):  # a link's unknown preset names: keep the page usable

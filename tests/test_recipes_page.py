@@ -61,6 +61,10 @@ def test_link_restores_batch_and_presets():
     # hand values (tests/test_presets.py): nanochat 1.25/3 when the reference shift is irrelevant (no KL)
     assert metric(at, "loss · nanochat-rl") == f"{1.25 / 3:+.5f}"
     assert metric(at, "loss · dr-grpo-paper") == f"{-0.125:+.5f}"
+    at = start({"ref_shift": "0.5", "presets": "verl-grpo|trl-1.16-grpo"})
+    assert at.slider(key="rec_ref_shift").value == 0.5
+    batch = make_batch(DEMO_GROUPS, DEMO_LOGPS, ratios=DEMO_RATIOS, ref_shift=0.5)
+    assert metric(at, "loss · verl-grpo") == f"{run_preset('verl-grpo', batch).loss:+.5f}"
 
 
 def test_bad_input_shows_a_message_and_the_page_stays_usable():
