@@ -31,6 +31,7 @@ PAGES = {
     "Verifiable rewards": [
         st.Page("pages/grpo.py", title="GRPO and RLVR", icon="👥"),
         st.Page("pages/feedback.py", title="Outcome vs process feedback", icon="🪜"),
+        st.Page("pages/recipes.py", title="Same batch, many recipes", icon="🧪"),
     ],
     "Agents and replay": [st.Page("pages/agentic.py", title="Agentic training and replay", icon="🤖")],
     "Proxies and evaluation": [

@@ -20,7 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # "dpo" first: the first request to a fresh server is a deep link, which must still get app.py's navigation
 PAGES = ["dpo", "", "sft", "preferences", "returns", "ppo", "kl_optimal", "grpo", "feedback", "agentic", "smallrun", "proxies", "compare", "reference_index", "credit_quiz", "dynamics",
-         "credit", "check_yourself"]
+         "credit", "check_yourself",
+         "recipes"]
 NO_CHART = {"smallrun", "reference_index", "credit_quiz", "check_yourself"}
 RUNS_DIR: Path | None = None  # where the served app keeps its runs (a temporary folder)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["verify"]:
         return verify(argv[1:])
+    if argv[:1] == ["export-trl"]:  # python -m lab.smallrun export-trl --config ... --out ...
+        from lab.smallrun.export_trl import main as export_main
+
+        return export_main(argv[1:])
     warnings.filterwarnings("ignore")
     import transformers
     from tqdm import tqdm
