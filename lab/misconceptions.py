@@ -166,3 +166,24 @@ def diagnose(history: History, context: Context | None = None, window: int = 5) 
         raise ValueError(f"window must be an integer >= 1; got {window!r}")
     ctx = dict(context or {})
     return [card for rule in RULES.values() if (card := rule(history, ctx, window)) is not None]
+
+
+def history_from_events(events: list[dict]) -> dict[str, list[float]]:
+    """A metric history for :func:`diagnose` from a small run's step and eval events (TRL's names as keys).
+
+    Training steps give every numeric metric; evaluation events give ``eval/*``. Base-stage events (a ``phase``)
+    are left out: they belong to the SFT run before the algorithm started.
+    """
+    if not isinstance(events, list):
+        raise ValueError("events must be a list of event dicts")
+    out: dict[str, list[float]] = {}
+    for e in events:
+        if not isinstance(e, dict) or e.get("phase") is not None or e.get("type") not in ("step", "eval"):
+            continue
+        for k, v in e.items():
+            if k in ("type", "step", "total_steps", "phase") or isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            if e["type"] == "eval" and not k.startswith("eval/"):
+                continue
+            out.setdefault(k, []).append(float(v))
+    return out

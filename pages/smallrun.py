@@ -12,7 +12,9 @@ import torch
 from lab.smallrun import TASKS, RunConfig, pick_device
 from lab.smallrun.config import ALGORITHM_DEFAULTS
 from lab.smallrun.data import validate_lines
+from lab.misconceptions import diagnose, history_from_events
 from lab.smallrun.live import get_run, read_ledger_metrics, start_run, store_upload
+from labui.cards import show_cards
 from lab.smallrun.rundir import run_path
 from labui import figure, header, route_through_app, shows_errors
 
@@ -177,6 +179,9 @@ def live_view() -> None:
         st.progress(0.0, text="starting…")
     if not df.empty:
         draw_charts(df, "live")
+    cfg = run.cfg if run is not None else None  # the live run's config; cards need the algorithm and μ
+    if cfg is not None:
+        show_cards(diagnose(history_from_events(events), {"algorithm": cfg.algorithm, "num_iterations": cfg.num_iterations}))
     samples = [e for e in events if e.get("type") == "samples"]
     if samples:
         s = samples[-1]

@@ -40,3 +40,11 @@ def test_home_shows_the_course_map_in_order():
     positions = [text.index(f"[{c.title}](/{c.key})") for c in course.CHAPTERS]
     assert positions == sorted(positions)
     assert course.duration_text() in text
+
+
+def test_streamlit_config_hides_deploy_and_binds_localhost():
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert cfg["client"]["toolbarMode"] == "viewer"  # no Deploy button or developer menu
+    assert cfg["server"]["address"] == "127.0.0.1"

@@ -89,3 +89,17 @@ def test_bad_input_names_argument():
 def test_any_history_gives_cards_or_nothing(history, algorithm, mu):
     for card in diagnose(history, {"algorithm": algorithm, "num_iterations": mu}):
         assert card.key in RULES
+
+
+def test_history_from_small_run_events_feeds_the_rules():
+    from lab.misconceptions import history_from_events
+
+    events = [{"type": "phase", "phase": "base"}, {"type": "step", "phase": "base", "step": 1, "loss": 4.0}]
+    events += [{"type": "step", "step": i + 1, "total_steps": 20, "loss": 1e-9, "reward": 0.1 + 0.03 * i, "frac_reward_zero_std": 0.25}
+               for i in range(20)]
+    events += [{"type": "eval", "step": 10, "eval/accuracy": 0.4, "loss": 9.0}, {"type": "samples", "step": 10}]
+    h = history_from_events(events)
+    assert h["loss"] == [1e-9] * 20 and h["eval/accuracy"] == [0.4] and "total_steps" not in h
+    assert [c.key for c in diagnose(h, {"algorithm": "grpo", "num_iterations": 1})] == ["grpo_loss_near_zero"]
+    with pytest.raises(ValueError, match="events"):
+        history_from_events("nope")
