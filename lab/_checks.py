@@ -244,10 +244,12 @@ def as_mask(mask: TensorLike | None, like: torch.Tensor, name: str = "mask", all
     m = as_tensor(mask, name).detach()
     if m.shape != like.shape:
         raise ValueError(f"{name} (shape {tuple(m.shape)}) must have the shape of the values it masks {tuple(like.shape)}")
-    # fast: a bool input, or m equal to its own 0/1 image, holds only 0 and 1; otherwise the full test decides
-    binary = (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool) or torch.equal(m, m.bool().to(m.dtype))
+    # fast: for floats, m·m == m only at 0, 1 and +inf, and max <= 1 rules out +inf (and NaN); when this
+    # sufficient test fails, the full test decides (same message)
+    top = float(m.max()) if m.numel() > 0 and m.dtype in _FAST_DTYPES else None
+    binary = top is not None and top <= 1.0 and torch.equal(m * m, m)
     if not binary and not bool(((m == 0) | (m == 1)).all()):
         raise ValueError(f"{name} must contain only 0 and 1 (or True/False)")
-    if not allow_empty and not (m.numel() > 0 and float(m.max()) > 0) and not bool((m != 0).any()):
+    if not allow_empty and not (binary and top > 0) and not bool((m != 0).any()):
         raise ValueError(f"{name} selects no element (all zeros); the average over an empty set is undefined")
     return m.to(dt)
