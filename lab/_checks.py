@@ -62,7 +62,7 @@ _FAST_DTYPES = (torch.float64, torch.float32)
 
 def _no_nan(t: torch.Tensor) -> bool:
     """True iff ``t`` holds no NaN. A sum is NaN when any term is; a NaN sum may also come from inf − inf."""
-    d = t.detach()
+    d = t.detach() if t.requires_grad else t  # a reduction on a graph tensor would record a node
     if d.dtype in _FAST_DTYPES:
         s = float(d.sum())
         if s == s:
@@ -90,7 +90,7 @@ def active_values(t: torch.Tensor, active: torch.Tensor, fill: float = 0.0) -> t
 
 def check_active(t: torch.Tensor, active: torch.Tensor, name: str, finite: bool = True, logprob: bool = False) -> None:
     """Validate only the active positions of ``t``: no NaN (always), finite (``finite``), <= 0 (``logprob``)."""
-    d = t.detach()
+    d = t.detach() if t.requires_grad else t
     if (logprob or finite) and active.dtype == torch.bool and active.shape == d.shape:
         # fast: all of t passes (masked fillers included), or its active values with 0 (which passes) elsewhere
         if _range_ok(d, logprob) or _range_ok(torch.where(active, d, d.new_zeros(())), logprob):
@@ -107,7 +107,7 @@ def check_active(t: torch.Tensor, active: torch.Tensor, name: str, finite: bool 
 
 
 def check_finite(t: torch.Tensor, name: str) -> None:
-    t = t.detach()
+    t = t.detach() if t.requires_grad else t
     if t.dtype in _FAST_DTYPES and math.isfinite(float(t.sum())):
         return  # a sum is finite only when every term is
     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
@@ -123,7 +123,7 @@ def check_probabilities(p: torch.Tensor, name: str) -> None:
 
 def check_log_probabilities(logp: torch.Tensor, name: str) -> None:
     """Log-probabilities must be finite and <= 0 (a probability in (0, 1])."""
-    if _range_ok(logp.detach(), True):
+    if _range_ok(logp.detach() if logp.requires_grad else logp, True):
         return
     if not bool(torch.isfinite(logp).all()):
         raise ValueError(f"{name} must be finite log-probabilities (probability > 0); got -inf or inf")
