@@ -92,7 +92,10 @@ def check_active(t: torch.Tensor, active: torch.Tensor, name: str, finite: bool 
     """Validate only the active positions of ``t``: no NaN (always), finite (``finite``), <= 0 (``logprob``)."""
     d = t.detach() if t.requires_grad else t
     if (logprob or finite) and active.dtype == torch.bool and active.shape == d.shape:
-        # fast: all of t passes (masked fillers included), or its active values with 0 (which passes) elsewhere
+        # fast: all of t passes (masked fillers included), or its active values with 0 (which passes) elsewhere;
+        # for finiteness alone one sum suffices (finite only when every term is)
+        if not logprob and d.dtype in _FAST_DTYPES and math.isfinite(float(d.sum())):
+            return
         if _range_ok(d, logprob) or _range_ok(torch.where(active, d, d.new_zeros(())), logprob):
             return
     if not (logprob or finite) and _no_nan(d):  # no NaN anywhere, so none at active positions
@@ -241,13 +244,16 @@ def as_mask(mask: TensorLike | None, like: torch.Tensor, name: str = "mask", all
     dt = like.dtype if like.is_floating_point() else torch.float64
     if mask is None:
         return torch.ones(like.shape, dtype=dt, device=like.device)
-    m = as_tensor(mask, name).detach()
+    m = as_tensor(mask, name, allow_nan=True)
+    m = m.detach() if m.requires_grad else m
+    # fast: max propagates NaN, so a number as max means no NaN; for floats, m·m == m only at 0, 1 and +inf,
+    # and max <= 1 rules out +inf. When a sufficient test fails, the original test decides (same message)
+    top = float(m.max()) if m.numel() > 0 and m.dtype in _FAST_DTYPES else math.nan
+    if top != top and bool(torch.isnan(m).any()):
+        raise ValueError(f"{name} must not contain NaN")  # as_tensor's own test and message
     if m.shape != like.shape:
         raise ValueError(f"{name} (shape {tuple(m.shape)}) must have the shape of the values it masks {tuple(like.shape)}")
-    # fast: for floats, m·m == m only at 0, 1 and +inf, and max <= 1 rules out +inf (and NaN); when this
-    # sufficient test fails, the full test decides (same message)
-    top = float(m.max()) if m.numel() > 0 and m.dtype in _FAST_DTYPES else None
-    binary = top is not None and top <= 1.0 and torch.equal(m * m, m)
+    binary = top <= 1.0 and torch.equal(m * m, m)
     if not binary and not bool(((m == 0) | (m == 1)).all()):
         raise ValueError(f"{name} must contain only 0 and 1 (or True/False)")
     if not allow_empty and not (binary and top > 0) and not bool((m != 0).any()):

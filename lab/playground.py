@@ -645,10 +645,15 @@ def train(
         metrics.append(info)
 
     if objective in ("grpo", "rloo") and steps > 0:
-        # each step's aggregation is linear in its per-token losses: ∂(Σ_s loss_s)/∂x_s gives every step's weights at once
-        xs = [torch.ones_like(mk, requires_grad=True) for mk in rweights]
-        sum(aggregate_token_loss(x, mk, c.loss_type, T) for x, mk in zip(xs, rweights)).backward()
-        rweights = [(x.grad * mk).sum(-1) for x, mk in zip(xs, rweights)]
+        # each step's aggregation is linear in its per-token losses: ∂(Σ_s loss_s)/∂x_s gives every step's weights at once.
+        # The weights depend only on the step's mask, so each distinct mask is aggregated once (same numbers:
+        # each x_s receives ∂loss_s/∂x_s alone, whatever else is summed)
+        keys = [(tuple(mk.shape), mk.numpy().tobytes()) for mk in rweights]
+        distinct = dict(zip(keys, rweights))
+        xs = {k: torch.ones_like(mk, requires_grad=True) for k, mk in distinct.items()}
+        sum(aggregate_token_loss(xs[k], mk, c.loss_type, T) for k, mk in distinct.items()).backward()
+        w = {k: (xs[k].grad * mk).sum(-1) for k, mk in distinct.items()}
+        rweights = [w[k].clone() for k in keys]
     probs = torch.stack(probs_hist)  # (steps + 1, N)
     probs = probs / probs.sum(-1, keepdim=True)  # rounding: a softmax product sums to 1 within ~1e-16
     return PlaygroundRun(
