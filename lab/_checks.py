@@ -227,7 +227,11 @@ def broadcast_pair(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -
     if shape is None:
         raise ValueError(f"{name_a} (shape {tuple(a.shape)}) and {name_b} (shape {tuple(b.shape)}) do not broadcast")
     dtype = torch.promote_types(a.dtype, b.dtype) if a.is_floating_point() or b.is_floating_point() else a.dtype
-    return a.to(dtype).expand(shape), b.to(dtype).expand(shape)
+    a, b = a.to(dtype), b.to(dtype)
+    if shape == a.shape == b.shape:  # expanding to its own shape changes nothing but the autograd graph: keep the
+        # view only where a graph exists, so that gradients accumulate in the same order as before
+        return (a.expand(shape) if a.requires_grad else a), (b.expand(shape) if b.requires_grad else b)
+    return a.expand(shape), b.expand(shape)
 
 
 def check_same_shape(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
