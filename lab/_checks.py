@@ -138,7 +138,7 @@ def check_log_probabilities(logp: torch.Tensor, name: str) -> None:
 def as_logprobs(x: TensorLike, name: str) -> torch.Tensor:
     """A tensor of log-probabilities (finite, <= 0), validated without touching its autograd graph."""
     t = as_tensor(x, name)
-    check_log_probabilities(t.detach(), name)
+    check_log_probabilities(t.detach() if t.requires_grad else t, name)
     return t
 
 
