@@ -7,6 +7,7 @@ page showing the message next to its widget) can see what to change.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence, Union
 
 import torch
@@ -47,9 +48,35 @@ def as_tensor(
             raise ValueError(f"{name} must be a number, a list of numbers or a tensor (lists not ragged); got {x!r}") from exc
     if not allow_empty and t.numel() == 0:
         raise ValueError(f"{name} must not be empty; got shape {tuple(t.shape)}")
-    if not allow_nan and bool(torch.isnan(t.detach()).any()):
+    if not allow_nan and not _no_nan(t):
         raise ValueError(f"{name} must not contain NaN")
     return t
+
+
+# Fast paths. The playground calls these checks on tiny tensors hundreds of times per run, where each
+# torch op costs microseconds. Each fast test below is *sufficient* for its check to pass (a NaN or an
+# inf always reaches a sum or a min/max); when it fails, the original check runs and decides, so values
+# and error messages stay exactly those of the slow path.
+_FAST_DTYPES = (torch.float64, torch.float32)
+
+
+def _no_nan(t: torch.Tensor) -> bool:
+    """True iff ``t`` holds no NaN. A sum is NaN when any term is; a NaN sum may also come from inf − inf."""
+    d = t.detach() if t.requires_grad else t  # a reduction on a graph tensor would record a node
+    if d.dtype in _FAST_DTYPES:
+        s = float(d.sum())
+        if s == s:
+            return True
+    return not bool(torch.isnan(d).any())
+
+
+def _range_ok(d: torch.Tensor, upper_inclusive_zero: bool) -> bool:
+    """Sufficient test: every entry finite (and <= 0 when ``upper_inclusive_zero``). NaN fails both comparisons."""
+    if d.dtype not in _FAST_DTYPES or d.numel() == 0:
+        return False
+    lo, hi = torch.aminmax(d)
+    lo, hi = float(lo), float(hi)
+    return lo > -math.inf and (hi <= 0.0 if upper_inclusive_zero else hi < math.inf)
 
 
 def active_values(t: torch.Tensor, active: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
@@ -63,7 +90,17 @@ def active_values(t: torch.Tensor, active: torch.Tensor, fill: float = 0.0) -> t
 
 def check_active(t: torch.Tensor, active: torch.Tensor, name: str, finite: bool = True, logprob: bool = False) -> None:
     """Validate only the active positions of ``t``: no NaN (always), finite (``finite``), <= 0 (``logprob``)."""
-    vals = t.detach()[active]
+    d = t.detach() if t.requires_grad else t
+    if (logprob or finite) and active.dtype == torch.bool and active.shape == d.shape:
+        # fast: all of t passes (masked fillers included), or its active values with 0 (which passes) elsewhere;
+        # for finiteness alone one sum suffices (finite only when every term is)
+        if not logprob and d.dtype in _FAST_DTYPES and math.isfinite(float(d.sum())):
+            return
+        if _range_ok(d, logprob) or _range_ok(torch.where(active, d, d.new_zeros(())), logprob):
+            return
+    if not (logprob or finite) and _no_nan(d):  # no NaN anywhere, so none at active positions
+        return
+    vals = d[active]
     if bool(torch.isnan(vals).any()):
         raise ValueError(f"{name} must not contain NaN at active (unmasked) positions")
     if logprob:
@@ -73,7 +110,9 @@ def check_active(t: torch.Tensor, active: torch.Tensor, name: str, finite: bool 
 
 
 def check_finite(t: torch.Tensor, name: str) -> None:
-    t = t.detach()
+    t = t.detach() if t.requires_grad else t
+    if t.dtype in _FAST_DTYPES and math.isfinite(float(t.sum())):
+        return  # a sum is finite only when every term is
     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must be finite; got {t.tolist() if t.numel() <= 16 else 'a tensor with inf'}")
 
@@ -87,6 +126,8 @@ def check_probabilities(p: torch.Tensor, name: str) -> None:
 
 def check_log_probabilities(logp: torch.Tensor, name: str) -> None:
     """Log-probabilities must be finite and <= 0 (a probability in (0, 1])."""
+    if _range_ok(logp.detach() if logp.requires_grad else logp, True):
+        return
     if not bool(torch.isfinite(logp).all()):
         raise ValueError(f"{name} must be finite log-probabilities (probability > 0); got -inf or inf")
     if not bool((logp <= 0).all()):
@@ -97,7 +138,7 @@ def check_log_probabilities(logp: torch.Tensor, name: str) -> None:
 def as_logprobs(x: TensorLike, name: str) -> torch.Tensor:
     """A tensor of log-probabilities (finite, <= 0), validated without touching its autograd graph."""
     t = as_tensor(x, name)
-    check_log_probabilities(t.detach(), name)
+    check_log_probabilities(t.detach() if t.requires_grad else t, name)
     return t
 
 
@@ -165,16 +206,32 @@ def check_choice(value: str, name: str, choices: Sequence[str]) -> str:
     return value
 
 
+def _broadcast_shapes(sa: torch.Size, sb: torch.Size) -> torch.Size | None:
+    """torch.broadcast_shapes for two shapes (None where they do not broadcast), without its slow Python path."""
+    out = []
+    for i in range(1, max(len(sa), len(sb)) + 1):
+        x = sa[-i] if i <= len(sa) else 1
+        y = sb[-i] if i <= len(sb) else 1
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return torch.Size(out[::-1])
+
+
 def broadcast_pair(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Broadcast two tensors, naming both arguments when their shapes do not fit."""
-    try:
-        shape = torch.broadcast_shapes(a.shape, b.shape)
-    except RuntimeError:
-        raise ValueError(
-            f"{name_a} (shape {tuple(a.shape)}) and {name_b} (shape {tuple(b.shape)}) do not broadcast"
-        ) from None
+    shape = a.shape if a.shape == b.shape else _broadcast_shapes(a.shape, b.shape)
+    if shape is None:
+        raise ValueError(f"{name_a} (shape {tuple(a.shape)}) and {name_b} (shape {tuple(b.shape)}) do not broadcast")
     dtype = torch.promote_types(a.dtype, b.dtype) if a.is_floating_point() or b.is_floating_point() else a.dtype
-    return a.to(dtype).expand(shape), b.to(dtype).expand(shape)
+    a, b = a.to(dtype), b.to(dtype)
+    if shape == a.shape == b.shape:  # expanding to its own shape changes nothing but the autograd graph: keep the
+        # view only where a graph exists, so that gradients accumulate in the same order as before
+        return (a.expand(shape) if a.requires_grad else a), (b.expand(shape) if b.requires_grad else b)
+    return a.expand(shape), b.expand(shape)
 
 
 def check_same_shape(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
@@ -191,11 +248,18 @@ def as_mask(mask: TensorLike | None, like: torch.Tensor, name: str = "mask", all
     dt = like.dtype if like.is_floating_point() else torch.float64
     if mask is None:
         return torch.ones(like.shape, dtype=dt, device=like.device)
-    m = as_tensor(mask, name).detach()
+    m = as_tensor(mask, name, allow_nan=True)
+    m = m.detach() if m.requires_grad else m
+    # fast: max propagates NaN, so a number as max means no NaN; for floats, m·m == m only at 0, 1 and +inf,
+    # and max <= 1 rules out +inf. When a sufficient test fails, the original test decides (same message)
+    top = float(m.max()) if m.numel() > 0 and m.dtype in _FAST_DTYPES else math.nan
+    if top != top and bool(torch.isnan(m).any()):
+        raise ValueError(f"{name} must not contain NaN")  # as_tensor's own test and message
     if m.shape != like.shape:
         raise ValueError(f"{name} (shape {tuple(m.shape)}) must have the shape of the values it masks {tuple(like.shape)}")
-    if not bool(((m == 0) | (m == 1)).all()):
+    binary = top <= 1.0 and torch.equal(m * m, m)
+    if not binary and not bool(((m == 0) | (m == 1)).all()):
         raise ValueError(f"{name} must contain only 0 and 1 (or True/False)")
-    if not allow_empty and not bool((m != 0).any()):
+    if not allow_empty and not (binary and top > 0) and not bool((m != 0).any()):
         raise ValueError(f"{name} selects no element (all zeros); the average over an empty set is undefined")
     return m.to(dt)

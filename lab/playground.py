@@ -101,21 +101,25 @@ class _Space:
     rejected: int | None
     theta0: torch.Tensor = field(default_factory=lambda: torch.zeros(0))
     _flat: torch.Tensor | None = None
+    _gather: bool = True  # False when the flat gather is the identity (the bandit: one token per response, in order)
+    _masked: bool = True  # False when every token is real (multiplying by the all-ones mask changes nothing)
+    rewards: torch.Tensor = field(init=False)  # (N,) sequence reward
+    lengths: torch.Tensor = field(init=False)  # (N,) tokens per response
+
+    def __post_init__(self) -> None:
+        self.rewards = self.step_rewards.sum(-1)
+        self.lengths = self.mask.sum(-1)
+        self._masked = not bool((self.mask > 0).all())
 
     def token_logps(self, theta: torch.Tensor) -> torch.Tensor:
         """(N, T) log π(token | prefix), 0 at masked positions."""
         logp = torch.log_softmax(self.logits_fn(theta), dim=-1)  # (S, V)
         if self._flat is None:  # one flat gather: its backward is far cheaper than 2-D advanced indexing
             self._flat = (self.state * logp.shape[-1] + self.token).flatten()
-        return logp.flatten().index_select(0, self._flat).view(self.mask.shape) * self.mask
-
-    @property
-    def rewards(self) -> torch.Tensor:
-        return self.step_rewards.sum(-1)  # (N,) sequence reward
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        return self.mask.sum(-1)
+            self._gather = not (self._flat.numel() == logp.numel() and bool((self._flat == torch.arange(logp.numel())).all()))
+        # skipping an identity gather and a multiplication by ones leaves values and gradients bit for bit the same
+        out = (logp.flatten().index_select(0, self._flat) if self._gather else logp).view(self.mask.shape)
+        return out * self.mask if self._masked else out
 
 
 def _bandit_space(b: Bandit) -> _Space:
@@ -138,6 +142,13 @@ def _bandit_space(b: Bandit) -> _Space:
         if phi.dim() != 2 or phi.shape[0] != K:
             raise ValueError(f"features must be a (K, d) matrix with K = {K} rows; got shape {tuple(phi.shape)}")
     base = torch.log(p0 / p0.sum())
+    if b.features is None:
+        # tabular: θ is one (1, K) row of free logits, logits = base + θ (the same numbers as base + I·θ, with
+        # three fewer autograd nodes per step: no matrix-vector product, no reshape)
+        base_row = base.unsqueeze(0)  # (1, K)
+        logits_fn, theta0 = (lambda th: base_row + th), torch.zeros(1, K, dtype=torch.float64)
+    else:
+        logits_fn, theta0 = (lambda th: (base + phi @ th).unsqueeze(0)), torch.zeros(phi.shape[1], dtype=torch.float64)
     for name, idx in (("chosen", b.chosen), ("rejected", b.rejected)):
         if not isinstance(idx, int) or not 0 <= idx < K:
             raise ValueError(f"{name} must be a response index in [0, {K}); got {idx!r}")
@@ -148,8 +159,8 @@ def _bandit_space(b: Bandit) -> _Space:
         raise ValueError(f"labels must name each of the {K} responses")
     return _Space(
         labels=labels,
-        n_params=(phi.shape[1],),
-        logits_fn=lambda th: (base + phi @ th).unsqueeze(0),  # (1, K): one state
+        n_params=tuple(theta0.shape),
+        logits_fn=logits_fn,  # θ → (1, K): one state
         state=torch.zeros(K, 1, dtype=torch.long),
         token=torch.arange(K).unsqueeze(-1),
         mask=torch.ones(K, 1, dtype=torch.float64),
@@ -158,7 +169,7 @@ def _bandit_space(b: Bandit) -> _Space:
         num_states=1,
         chosen=b.chosen,
         rejected=b.rejected,
-        theta0=torch.zeros(phi.shape[1], dtype=torch.float64),
+        theta0=theta0,
     )
 
 
@@ -357,9 +368,14 @@ class PlaygroundRun:
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def _values(sp: _Space, seq_probs: torch.Tensor, gamma: float) -> torch.Tensor:
+def _reward_to_go(sp: _Space, gamma: float) -> torch.Tensor:
+    """(N, T) discounted reward-to-go from each token of every response, 0 after the end (fixed: rewards never change)."""
+    return discounted_returns(sp.step_rewards, gamma) * sp.mask
+
+
+def _values(sp: _Space, seq_probs: torch.Tensor, gamma: float, rtg: torch.Tensor | None = None) -> torch.Tensor:
     """Exact V^π(prefix) (S,) = E[Σ discounted future rewards | prefix], by enumeration."""
-    rtg = discounted_returns(sp.step_rewards, gamma) * sp.mask  # (N, T) reward-to-go from each token
+    rtg = _reward_to_go(sp, gamma) if rtg is None else rtg  # (N, T)
     w = seq_probs.unsqueeze(-1) * sp.mask  # (N, T)
     num = torch.zeros(sp.num_states, dtype=torch.float64).index_add_(0, sp.state.flatten(), (w * rtg).flatten())
     den = torch.zeros(sp.num_states, dtype=torch.float64).index_add_(0, sp.state.flatten(), w.flatten())
@@ -374,14 +390,19 @@ def _state_values(sp: _Space, V: torch.Tensor, idx: torch.Tensor) -> tuple[torch
     return v_now, v_next
 
 
-def _advantages(sp: _Space, c: Conventions, idx: torch.Tensor, seq_probs: torch.Tensor, exact: bool, gen_value: torch.Tensor):
-    """REINFORCE/PPO per-token advantages (B, T) for responses ``idx`` and the GAE bias target."""
+def _advantages(sp: _Space, c: Conventions, idx: torch.Tensor, seq_probs: torch.Tensor, exact: bool, gen_value: torch.Tensor,
+                rtg: torch.Tensor | None = None):
+    """REINFORCE/PPO per-token advantages (B, T) for responses ``idx`` and the GAE bias target.
+
+    ``rtg``: :func:`_reward_to_go` computed once per run (rows are independent, so its rows are bit for bit
+    the returns of the sampled rows)."""
+    rtg = _reward_to_go(sp, c.gamma) if rtg is None else rtg
     r = sp.step_rewards[idx]  # (B, T)
     m = sp.mask[idx]
-    G = discounted_returns(r, c.gamma) * m  # (B, T) reward-to-go
+    G = rtg[idx]  # (B, T) reward-to-go
     target = None
     if c.advantage == "gae" or c.baseline == "value":
-        V_true = _values(sp, seq_probs, c.gamma)
+        V_true = _values(sp, seq_probs, c.gamma, rtg)
         V_hat = V_true + c.value_noise * gen_value
         v_now, v_next = _state_values(sp, V_hat, idx)
         _, v_next_true = _state_values(sp, V_true, idx)
@@ -474,18 +495,30 @@ def train(
     loss_hist, gn_hist = [], []
     ratios, advs, samples, targets, rweights, metrics = [], [], [], [], [], []
 
-    def record(seq_logp):
-        probs_hist.append(seq_logp.detach().exp())
+    # Everything that does not change between steps is computed once (same calls, same values): the
+    # reward-to-go of every response, and for exact group objectives the groups' members, masks, rewards
+    # and advantages (only the probability of drawing each group moves with the policy).
+    all_idx = torch.arange(N)
+    rtg = _reward_to_go(sp, c.gamma) if objective in ("reinforce", "ppo") else None
+    if groups is not None:
+        x_members = groups.flatten()  # (G·g,)
+        x_m = sp.mask[x_members]  # (G·g, T)
+        x_r = sp.rewards[x_members]
+        if objective == "grpo":
+            x_adv = group_advantages(x_r, c.group_size, c.scale, c.ddof, c.eps, c.zero_std)
+        else:
+            x_adv = rloo_advantages(x_r, c.group_size)
+        G_count = groups.shape[0]
+        x_m_sum, x_tok_per_group = x_m.sum(), x_m.view(G_count, c.group_size, T).sum((1, 2))  # (), (G,)
+        x_ref = ref_tok[x_members]
 
     for step in range(steps + 1):
         tok = sp.token_logps(theta)  # (N, T)
-        seq = tok.sum(-1)  # (N,)
-        record(seq)
+        old_tok = tok.detach()
+        pi_old = old_tok.sum(-1).exp()  # (N,) sequence probabilities π_old(y)
+        probs_hist.append(pi_old)
         if step == steps:
             break
-        old_tok = tok.detach()
-        pi_old = seq.detach().exp()
-        m_all = sp.mask
         ratio_rows: list[torch.Tensor] | None = None
         target = None
         weights_resp = None
@@ -513,80 +546,80 @@ def train(
                 adv_used = sp.rewards.clone()
             else:
                 sample_idx = _sample(pi_old, c.n, gen)
-                shaped = kl_shaped_reward(sp.rewards[sample_idx], old_tok[sample_idx], ref_tok[sample_idx], c.beta, sp.mask[sample_idx])
+                m = sp.mask[sample_idx]
+                shaped = kl_shaped_reward(sp.rewards[sample_idx], old_tok[sample_idx], ref_tok[sample_idx], c.beta, m)
                 adv_used = shaped - shaped.mean() if c.baseline != "none" else shaped  # (B,)
+                a_tok = adv_used.unsqueeze(-1).expand(m.shape)  # (B, T)
 
                 def loss_fn(tok_now):
-                    lp = tok_now[sample_idx]
-                    return -policy_gradient_surrogate(lp, adv_used.unsqueeze(-1).expand_as(lp), sp.mask[sample_idx]), {}
+                    return -policy_gradient_surrogate(tok_now[sample_idx], a_tok, m), {}
 
         elif objective in ("reinforce", "ppo"):
-            idx = torch.arange(N) if exact else _sample(pi_old, c.n, gen)
+            idx = all_idx if exact else _sample(pi_old, c.n, gen)
             sample_idx = None if exact else idx
-            adv_used, target = _advantages(sp, c, idx, pi_old, exact, gen_value)  # (B, T)
+            adv_used, target = _advantages(sp, c, idx, pi_old, exact, gen_value, rtg)  # (B, T)
             m = sp.mask[idx]
             # exact: weight each enumerated response by π_old(y); the factor (active tokens) turns the
             # masked mean of the objective, Σ(·)/Σm, into the expectation Σ_y π_old(y) Σ_t (·)
             w = (pi_old.unsqueeze(-1) * m.sum()) if exact else torch.ones_like(m)
             a_eff = adv_used * w
+
+            def pick(tok_now):  # the batch's rows; in exact mode the batch is every response, in order
+                return tok_now if exact else tok_now[idx]
+
             if objective == "reinforce":
 
                 def loss_fn(tok_now):
-                    return -policy_gradient_surrogate(tok_now[idx], a_eff, m), {}
+                    return -policy_gradient_surrogate(pick(tok_now), a_eff, m), {}
 
             else:
                 ratio_rows = []
                 tok_ratios: list[torch.Tensor] = []
+                old_b = old_tok[idx]  # (B, T) behaviour log-probs, fixed over the epochs
+                m_sum = m.sum()
 
                 def loss_fn(tok_now):
-                    lp = tok_now[idx]
-                    rho = likelihood_ratio(lp, old_tok[idx])  # (B, T) per-token ratio, 1 at masked positions
+                    rho = likelihood_ratio(pick(tok_now), old_b)  # (B, T) per-token ratio, 1 at masked positions
                     tok_ratios.append(rho.detach())  # (B, T); the sequence ratio is its product over tokens
                     if c.clip:  # PPO's L^CLIP per token [ftip-003F]; diagnostics once per step, over all epochs
                         surrogate = clipped_surrogate(rho, a_eff, c.epsilon, c.epsilon_high)
                     else:  # L^CPI (Schulman et al. 2017, eq. 6): the importance-weighted surrogate, no clip
                         surrogate = rho * a_eff
-                    return -(surrogate * m).sum() / m.sum(), {}
+                    # with every token real, × m is × 1: skipped (same value, same gradient)
+                    return -(surrogate * m if sp._masked else surrogate).sum() / m_sum, {}
 
         else:  # grpo, rloo
             if exact:
-                members = groups.flatten()  # (G·g,)
+                members, m, adv_used = x_members, x_m, x_adv.clone()
                 group_p = pi_old[groups].prod(-1)  # (G,) probability of drawing that group (ordered)
             else:
                 members = _sample(pi_old, c.n, gen)
                 sample_idx = members
-            r = sp.rewards[members]
-            if objective == "grpo":
-                adv_used = group_advantages(r, c.group_size, c.scale, c.ddof, c.eps, c.zero_std)
-            else:
-                adv_used = rloo_advantages(r, c.group_size)
-            m = sp.mask[members]
+                r = sp.rewards[members]
+                if objective == "grpo":
+                    adv_used = group_advantages(r, c.group_size, c.scale, c.ddof, c.eps, c.zero_std)
+                else:
+                    adv_used = rloo_advantages(r, c.group_size)
+                m = sp.mask[members]
             B = members.numel()
             if exact:
                 # weight each enumerated group by its probability, scaled so that the aggregate over all
                 # groups equals Σ_G P(G)·loss(G): per-token weight P(G)·(normaliser of the batch)/(normaliser of G)
-                G_count = groups.shape[0]
-                if c.loss_type in ("bnpo", "dapo"):
-                    tok_per_group = m.view(G_count, c.group_size, T).sum((1, 2))  # (G,)
-                    wg = group_p * m.sum() / tok_per_group
-                else:
-                    wg = group_p * G_count
+                wg = group_p * x_m_sum / x_tok_per_group if c.loss_type in ("bnpo", "dapo") else group_p * G_count
                 w_tok = wg.repeat_interleave(c.group_size).unsqueeze(-1) * m  # (B, T)
                 a_eff = adv_used.unsqueeze(-1) * w_tok
             else:
                 a_eff = adv_used.unsqueeze(-1).expand(B, T)
             weights_resp = m  # (B, T) mask; turned into response weights after the loop, in one backward pass
             ratio_rows = []
-            ref_b = ref_tok[members]
+            ref_b = (x_ref if exact else ref_tok[members]) if c.beta > 0 else None
+            old_b = old_tok[members]
 
             def loss_fn(tok_now):
                 lp = tok_now[members]
                 # a masked position holds log-prob 0 (probability 1): the ratio there is 1, never inf
-                loss, met = grpo_loss(
-                    lp, old_tok[members], a_eff, m, ref_b if c.beta > 0 else None, c.beta,
-                    c.epsilon, c.epsilon_high, c.loss_type, T,
-                )
-                ratio_rows.append((lp.detach() - old_tok[members]).sum(-1).exp())
+                loss, met = grpo_loss(lp, old_b, a_eff, m, ref_b, c.beta, c.epsilon, c.epsilon_high, c.loss_type, T)
+                ratio_rows.append((lp.detach() - old_b).sum(-1).exp())
                 return loss, met
 
         for epoch in range(c.epochs):
@@ -612,10 +645,15 @@ def train(
         metrics.append(info)
 
     if objective in ("grpo", "rloo") and steps > 0:
-        # each step's aggregation is linear in its per-token losses: ∂(Σ_s loss_s)/∂x_s gives every step's weights at once
-        xs = [torch.ones_like(mk, requires_grad=True) for mk in rweights]
-        sum(aggregate_token_loss(x, mk, c.loss_type, T) for x, mk in zip(xs, rweights)).backward()
-        rweights = [(x.grad * mk).sum(-1) for x, mk in zip(xs, rweights)]
+        # each step's aggregation is linear in its per-token losses: ∂(Σ_s loss_s)/∂x_s gives every step's weights at once.
+        # The weights depend only on the step's mask, so each distinct mask is aggregated once (same numbers:
+        # each x_s receives ∂loss_s/∂x_s alone, whatever else is summed)
+        keys = [(tuple(mk.shape), mk.numpy().tobytes()) for mk in rweights]
+        distinct = dict(zip(keys, rweights))
+        xs = {k: torch.ones_like(mk, requires_grad=True) for k, mk in distinct.items()}
+        sum(aggregate_token_loss(xs[k], mk, c.loss_type, T) for k, mk in distinct.items()).backward()
+        w = {k: (xs[k].grad * mk).sum(-1) for k, mk in distinct.items()}
+        rweights = [w[k].clone() for k in keys]
     probs = torch.stack(probs_hist)  # (steps + 1, N)
     probs = probs / probs.sum(-1, keepdim=True)  # rounding: a softmax product sums to 1 within ~1e-16
     return PlaygroundRun(

@@ -157,7 +157,6 @@ def _policy(s: dict):
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _runs(spec: str) -> dict:
     s = json.loads(spec)
-    pol = _policy(s)
     out = {}
     for name in s["variants"]:
         objective, fixed = P.VARIANTS[name]
@@ -169,8 +168,21 @@ def _runs(spec: str) -> dict:
         if objective in ("dpo", "kl_regularized"):
             conv["beta"] = s["beta"]
         conv.update(fixed)
-        out[name] = P.train(pol, objective, int(s["steps"]), float(s["lr"]), seed=int(s["seed"]), exact=bool(s["exact"]), **conv)
+        out[name] = _run(json.dumps(dict(name=name, policy={k: s[k] for k in POLICY_FIELDS}, steps=s["steps"], lr=s["lr"],
+                                         seed=s["seed"], exact=s["exact"], conv=conv), sort_keys=True))
     return out
+
+
+POLICY_FIELDS = ("policy", "rewards", "init", "chosen", "rejected", "task", "vocab", "length")
+
+
+@st.cache_resource(max_entries=192, show_spinner=False)
+def _run(key: str):
+    """One objective's run, cached by exactly what it depends on: adding an objective, or changing another
+    objective's knob, trains nothing that is already cached."""
+    k = json.loads(key)
+    objective = P.VARIANTS[k["name"]][0]
+    return P.train(_policy(k["policy"]), objective, int(k["steps"]), float(k["lr"]), seed=int(k["seed"]), exact=bool(k["exact"]), **k["conv"])
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
