@@ -39,7 +39,9 @@ def shows_errors(where=None) -> Iterator[None]:
     try:
         yield
     except ValueError as exc:
-        (where or st).error(f"⚠️ {exc}")
+        from labui.share import plain
+
+        (where or st).error(f"⚠️ {plain(exc)}")
 
 
 # Input bounds: every rerun of a page stays well under a second and small in memory (tests/test_page_fuzz.py).

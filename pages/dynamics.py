@@ -8,7 +8,7 @@ import streamlit as st
 from lab import playground as P
 from labui import colors, course_nav, header, parse_floats, route_through_app, shows_errors
 from labui.predict import predict_then_reveal
-from labui.share import PROJECTOR
+from labui.share import PROJECTOR, plain
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -87,7 +87,7 @@ if "dyn_store" not in st.session_state:  # first run of this session: restore a 
             st.session_state["dyn_url_error"] = str(exc)
             _apply({})
 if st.session_state.get("dyn_url_error"):
-    st.warning(f"⚠️ The shared link could not be restored ({st.session_state['dyn_url_error']}); showing the default setup.")
+    st.warning(f"⚠️ The shared link could not be restored ({plain(st.session_state['dyn_url_error'])}); showing the default setup.")
 
 # Streamlit forgets the value of a widget that was not drawn in the last run (the bandit's fields while the
 # sequence policy is shown): keep the setup in a store and give every widget its stored value back
