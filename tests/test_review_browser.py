@@ -1,0 +1,42 @@
+"""Reviewer's browser check: the chapter's Previous/Next links stay in the tab and the session, so a prediction
+answered on one page still counts on Check yourself after following Next (headless Chromium, the real server)."""
+
+import time
+
+import pytest
+
+from tests.test_browser import _wait_rendered, browser, server  # noqa: F401 (module-scoped fixtures)
+
+pytestmark = pytest.mark.browser
+
+
+def _click(drv, el):
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click();", el)
+
+
+def test_next_link_keeps_tab_and_predictions(browser, server):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/ppo")
+    _wait_rendered(browser)
+    tabs = list(browser.window_handles)
+    # A = −2, ρ = 0.6, ε = 0.2: min(−1.2, −1.6) = −1.6, so clipping does change the objective; commit "no" (wrong)
+    no = browser.find_elements(By.XPATH, '//div[@data-testid="stRadio"]//p[text()="no"]')[0]
+    _click(browser, no)
+    time.sleep(1.5)
+    commit = [b for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Commit and reveal"][0]
+    _click(browser, commit)
+    _wait_rendered(browser)
+    assert "Not quite: you said no; lab computes yes" in browser.find_element(By.TAG_NAME, "body").text
+    nxt = [a for a in browser.find_elements(By.TAG_NAME, "a") if a.text.strip().startswith("Next:")][0]
+    assert nxt.get_attribute("target") != "_blank", "Next must not open a new tab (a new session forgets the answers)"
+    _click(browser, nxt)
+    time.sleep(2)
+    _wait_rendered(browser)
+    assert browser.window_handles == tabs
+    assert browser.current_url.split("?")[0].endswith("/dpo"), browser.current_url
+    cy = [a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a') if "Check yourself" in a.text][0]
+    _click(browser, cy)
+    time.sleep(2)
+    _wait_rendered(browser)
+    assert "Not quite: you said no; lab computes yes" in browser.find_element(By.TAG_NAME, "body").text
