@@ -125,7 +125,8 @@ with shows_errors():
     example_note("ag_replay_example", EXR, [a.ratios[0], a.age, a.prior_uses], fmt=lambda x: f"{x:g}")
 
 st.subheader("Dynamic gradient gate (ftip-005A, ftip-005B)")
-st.latex(r"Z_n=\frac{\Delta_n-\mu}{s},\quad \Delta_n=\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n)-\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n-1);\ \text{reject before the optimizer step when } Z_n>z^\star")
+st.latex(r"Z_n=\frac{\Delta_n-\mu}{s},\quad \Delta_n=\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n)-\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n-1)")
+st.latex(r"\text{reject before the optimizer step when } Z_n>z^\star")
 c1, c2, c3 = st.columns(3)
 zstar = c1.slider("threshold z*", 0.5, 5.0, step=0.1, key="ag_z")
 seed = c2.number_input("series seed", 0, 999, key="ag_seed")

@@ -40,3 +40,14 @@ def test_next_link_keeps_tab_and_predictions(browser, server):  # noqa: F811
     time.sleep(2)
     _wait_rendered(browser)
     assert "Not quite: you said no; lab computes yes" in browser.find_element(By.TAG_NAME, "body").text
+
+
+@pytest.mark.parametrize("page", ["compare", "feedback", "agentic"])
+def test_formulas_fit_the_column_at_1280(browser, server, page):  # noqa: F811
+    """At a 1280-px window with the sidebar open, no displayed formula is cut off at the right edge."""
+    browser.set_window_size(1280, 900)
+    browser.get(f"{server}/{page}")
+    _wait_rendered(browser)
+    over = browser.execute_script("""return [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
+        .filter(e => e.scrollWidth > e.clientWidth + 2).map(e => e.textContent.slice(0, 60))""")
+    assert not over, over
