@@ -273,11 +273,14 @@ if show:
                 st.plotly_chart(rf, width="stretch", key=f"dyn_ratio_{name}")
 
     a, b, c = st.columns(3)
-    a.plotly_chart(_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in runs.items()]),
+    # a third of the page is too narrow for a legend of up to three objectives above the plot (it covers the title)
+    below = dict(height=360, legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+                 margin=dict(l=40, r=20, t=50, b=40))
+    a.plotly_chart(_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in runs.items()], **below),
                    width="stretch", key="dyn_loss")
-    b.plotly_chart(_fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in runs.items()]),
+    b.plotly_chart(_fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in runs.items()], **below),
                    width="stretch", key="dyn_kl")
-    c.plotly_chart(_fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in runs.items()]),
+    c.plotly_chart(_fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in runs.items()], **below),
                    width="stretch", key="dyn_grad")
 
     if any(P.VARIANTS[n][0] in ("grpo", "rloo") for n in runs) and setup["policy"] == "sequence":

@@ -51,3 +51,23 @@ def test_formulas_fit_the_column_at_1280(browser, server, page):  # noqa: F811
     over = browser.execute_script("""return [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
         .filter(e => e.scrollWidth > e.clientWidth + 2).map(e => e.textContent.slice(0, 60))""")
     assert not over, over
+
+
+def test_dynamics_legends_do_not_cover_titles(browser, server):  # noqa: F811
+    """Dynamics' loss / KL / gradient-norm charts sit a third of the page wide with up to three objectives:
+    their legends must not be drawn over their titles (measured on the rendered SVG)."""
+    browser.set_window_size(1280, 2600)
+    browser.get(f"{server}/dynamics")
+    _wait_rendered(browser)
+    time.sleep(2)
+    hits = browser.execute_script("""
+        const out = [];
+        for (const d of document.querySelectorAll('.js-plotly-plot')) {
+            const t = d.querySelector('.gtitle'), l = d.querySelector('.legend');
+            if (!t || !l) continue;
+            const a = t.getBoundingClientRect(), b = l.getBoundingClientRect();
+            const overlap = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+            if (overlap && /per step/.test(t.textContent)) out.push(t.textContent);
+        }
+        return out;""")
+    assert not hits, hits
