@@ -52,3 +52,14 @@ def test_overlong_text_parameter_message_reads():
         text(400)("9" * 401)
     at = run("grpo", {"rewards": "9" * 10_000})
     assert any("link parameter `rewards` ignored: it has 10000 characters" in w.value for w in at.warning), messages(at)
+
+
+def test_smallrun_run_name_echo_is_not_markdown(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(str(PAGES / "smallrun.py"), default_timeout=90)
+    at.run()
+    at.text_input(key="sr_name").set_value(LINK).run()
+    assert not at.exception, [e.value for e in at.exception]
+    errs = [e.value for e in at.error]
+    assert any("run name must be a plain name" in e for e in errs), errs
+    assert all("](" not in e for e in errs), errs
