@@ -14,7 +14,7 @@ from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annota
 from labui.demo_data import gradient_energy_series
 from labui import colors, course_nav, example_button, example_note, figure, header, route_through_app, shows_errors
 from labui.predict import ask_chapter
-from labui.share import Param, number, restore_from_url, text, write_to_url
+from labui.share import Param, number, plain, restore_from_url, text, write_to_url
 from worked_examples import code_agent_trace as EXT
 from worked_examples import dgg_gate as EXD
 from worked_examples import replay_annotation as EXR
@@ -49,10 +49,13 @@ st.subheader("Action serializer playground")
 text = st.text_area("generated text", key="ag_text", height=80)
 decoded = SER.decode(text)
 if isinstance(decoded, Action):
-    st.success(f"decoded action: tool = `{decoded.tool}`, argument = `{decoded.argument}`")
-    st.caption(f"re-encoded: `{SER.encode(decoded)}` (decode(encode(a)) = a)")
+    # generated text is shown as code blocks, not inside markdown backticks: a backtick in it must not end the span
+    st.success("decoded action: tool and argument below")
+    st.code(f"tool = {decoded.tool}\nargument = {decoded.argument}", language=None)
+    st.caption("re-encoded (decode(encode(a)) = a):")
+    st.code(SER.encode(decoded), language=None)
 else:
-    st.error(f"malformed: {decoded.reason}. Nothing is executed.")
+    st.error(f"malformed: {plain(decoded.reason)}. Nothing is executed.")
 
 st.subheader("The code-agent example, executed live in the sandbox (ftip-004V)")
 if st.button("Run the code agent", key="ag_run_trace"):

@@ -63,3 +63,14 @@ def test_smallrun_run_name_echo_is_not_markdown(tmp_path, monkeypatch):
     errs = [e.value for e in at.error]
     assert any("run name must be a plain name" in e for e in errs), errs
     assert all("](" not in e for e in errs), errs
+
+
+def test_agentic_decoded_argument_with_backticks_is_code_not_markdown():
+    """A generated argument holding a backtick used to end the inline code span and render what followed as markdown."""
+    action = '<action tool="python">print(1)` [x](http://example.invalid) `</action>'
+    at = run("agentic", {"action": action})
+    shown = [m.value for m in list(at.success) + list(at.caption) + list(at.markdown)]
+    assert all("[x](http://example.invalid)" not in m for m in shown), shown
+    codes = [c.value for c in at.code]
+    assert any("argument = print(1)` [x](http://example.invalid) `" in c for c in codes), codes
+    assert any(c.startswith('<action tool="python">') for c in codes), codes
