@@ -39,7 +39,9 @@ def shows_errors(where=None) -> Iterator[None]:
     try:
         yield
     except ValueError as exc:
-        (where or st).error(f"⚠️ {exc}")
+        from labui.share import plain
+
+        (where or st).error(f"⚠️ {plain(exc)}")
 
 
 # Input bounds: every rerun of a page stays well under a second and small in memory (tests/test_page_fuzz.py).
@@ -190,11 +192,24 @@ def course_nav(page_file: str) -> None:
     st.divider()
     left, mid, right = st.columns([1, 1, 1])
     if prev is not None:
-        left.markdown(f"[← Previous: {prev.title}](/{prev.key})")
+        _page_link(left, prev.key, f"← Previous: {prev.title}")
     if here.notebook:
         mid.markdown(f"Notebook: `{here.notebook}`")
     if nxt is not None:
-        right.markdown(f"[Next: {nxt.title} →](/{nxt.key})")
+        _page_link(right, nxt.key, f"Next: {nxt.title} →")
+
+
+def _page_link(where, key: str, label: str) -> None:
+    """A link to ``pages/<key>.py`` that stays in this tab and this session (so predictions answered so far count).
+
+    A markdown link opens a new tab, i.e. a new session that has forgotten the learner's answers; under app.py's
+    navigation ``st.page_link`` switches pages in place. Run alone (``AppTest.from_file(page)``) there is no
+    navigation to link into, so the page falls back to the markdown link.
+    """
+    if st.session_state.get("_lab_app_ran"):
+        where.page_link(f"pages/{key}.py", label=label)
+    else:
+        where.markdown(f"[{label}](/{key})")
 
 
 def outline_heatmap_cells(fig: go.Figure, spans: list[tuple[int, int]], n_rows: int, color: str = "black") -> None:

@@ -77,7 +77,7 @@ def text(max_chars: int = 400) -> Callable[[str], str]:
 
     def parse(raw: str) -> str:
         if len(raw) > max_chars:
-            raise ValueError(f"is longer than {max_chars} characters")
+            raise ValueError(f"it has {len(raw)} characters, more than the {max_chars} allowed")
         return raw
 
     return parse
@@ -89,6 +89,15 @@ def flag(raw: str) -> bool:
     if raw.lower() in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"{raw!r} is not 0/1")
+
+
+def plain(message: str) -> str:
+    """Defuse markdown link/image syntax and raw HTML in a message that echoes user text (a URL parameter, a field).
+
+    Streamlit renders st.error/st.warning bodies as markdown, so an echoed ``[x](javascript:…)`` or ``![](http://…)``
+    would become a link or a remote image. Only ``](`` and ``<`` are escaped, so the text reads the same.
+    """
+    return str(message).replace("](", "]\\(").replace("<", "\\<")
 
 
 def restore_from_url(params: dict[str, Param], where=None) -> list[str]:
@@ -106,7 +115,7 @@ def restore_from_url(params: dict[str, Param], where=None) -> list[str]:
         try:
             st.session_state[p.key] = p.parse(raw)
         except ValueError as exc:
-            problems.append(f"link parameter `{name}` ignored: {exc}; using the page's value instead")
+            problems.append(f"link parameter `{name}` ignored: {plain(exc)}; using the page's value instead")
     for msg in problems:
         (where or st).warning(msg)
     return problems

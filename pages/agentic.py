@@ -14,7 +14,7 @@ from lab.replay import CurrentPolicy, DynamicGradientGate, RolloutRecord, annota
 from labui.demo_data import gradient_energy_series
 from labui import colors, course_nav, example_button, example_note, figure, header, route_through_app, shows_errors
 from labui.predict import ask_chapter
-from labui.share import Param, number, restore_from_url, text, write_to_url
+from labui.share import Param, number, plain, restore_from_url, text, write_to_url
 from worked_examples import code_agent_trace as EXT
 from worked_examples import dgg_gate as EXD
 from worked_examples import replay_annotation as EXR
@@ -49,10 +49,13 @@ st.subheader("Action serializer playground")
 text = st.text_area("generated text", key="ag_text", height=80)
 decoded = SER.decode(text)
 if isinstance(decoded, Action):
-    st.success(f"decoded action: tool = `{decoded.tool}`, argument = `{decoded.argument}`")
-    st.caption(f"re-encoded: `{SER.encode(decoded)}` (decode(encode(a)) = a)")
+    # generated text is shown as code blocks, not inside markdown backticks: a backtick in it must not end the span
+    st.success("decoded action: tool and argument below")
+    st.code(f"tool = {decoded.tool}\nargument = {decoded.argument}", language=None)
+    st.caption("re-encoded (decode(encode(a)) = a):")
+    st.code(SER.encode(decoded), language=None)
 else:
-    st.error(f"malformed: {decoded.reason}. Nothing is executed.")
+    st.error(f"malformed: {plain(decoded.reason)}. Nothing is executed.")
 
 st.subheader("The code-agent example, executed live in the sandbox (ftip-004V)")
 if st.button("Run the code agent", key="ag_run_trace"):
@@ -125,7 +128,8 @@ with shows_errors():
     example_note("ag_replay_example", EXR, [a.ratios[0], a.age, a.prior_uses], fmt=lambda x: f"{x:g}")
 
 st.subheader("Dynamic gradient gate (ftip-005A, ftip-005B)")
-st.latex(r"Z_n=\frac{\Delta_n-\mu}{s},\quad \Delta_n=\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n)-\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n-1);\ \text{reject before the optimizer step when } Z_n>z^\star")
+st.latex(r"Z_n=\frac{\Delta_n-\mu}{s},\quad \Delta_n=\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n)-\lVert\nabla W_{\mathrm{head}}\rVert_F^2(n-1)")
+st.latex(r"\text{reject before the optimizer step when } Z_n>z^\star")
 c1, c2, c3 = st.columns(3)
 zstar = c1.slider("threshold z*", 0.5, 5.0, step=0.1, key="ag_z")
 seed = c2.number_input("series seed", 0, 999, key="ag_seed")

@@ -22,8 +22,8 @@ header(
     "bounded claim these numbers support — nothing more.",
     reference="post-training-overview.txt",
 )
-st.latex(r"\hat\Delta=\frac1N\sum_i (b_i-a_i),\qquad \Delta^{*}_r=\frac1N\sum_{i\in S_r}(b_i-a_i),\ S_r\sim\text{cases with replacement},"
-         r"\qquad \text{pass@}k=1-\binom{n-c}{k}\Big/\binom{n}{k}")
+st.latex(r"\hat\Delta=\frac1N\sum_i (b_i-a_i),\qquad \Delta^{*}_r=\frac1N\sum_{i\in S_r}(b_i-a_i),\ S_r\sim\text{cases with replacement}")
+st.latex(r"\text{pass@}k=1-\binom{n-c}{k}\Big/\binom{n}{k}")
 
 CASES = [20, 50, 100, 200, 500, 1000]
 PARAMS = {"source": Param("cmp_source", choice(["demo", "upload CSV"])), "gain": Param("cmp_gain", number(-0.2, 0.3)),

@@ -9,6 +9,7 @@ import streamlit as st
 
 from lab import credit_bank as cb
 from labui import figure, route_through_app, shows_errors
+from labui.share import plain
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -36,10 +37,10 @@ st.session_state.setdefault("cq_revealed", {})  # id -> bool, latest check
 st.session_state.setdefault("cq_idx", 0)
 
 if qp_paper is not None and qp_paper not in PAPERS:
-    st.warning(f"The link asks for paper {qp_paper!r}, which is not a paper key of the bank (e.g. 'scar', 'mart', "
+    st.warning(f"The link asks for paper {plain(repr(qp_paper[:80]))}, which is not a paper key of the bank (e.g. 'scar', 'mart', "
                "'math_shepherd'); showing all papers instead.")
 if qp_family is not None and qp_family not in family_opts[1:]:
-    st.warning(f"The link asks for family {qp_family!r}, which is not a family of the bank; showing all families instead.")
+    st.warning(f"The link asks for family {plain(repr(qp_family[:80]))}, which is not a family of the bank; showing all families instead.")
 
 
 def paper_label(key: str) -> str:

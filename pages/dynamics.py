@@ -8,7 +8,7 @@ import streamlit as st
 from lab import playground as P
 from labui import colors, course_nav, header, parse_floats, route_through_app, shows_errors
 from labui.predict import predict_then_reveal
-from labui.share import PROJECTOR
+from labui.share import PROJECTOR, plain
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -87,7 +87,7 @@ if "dyn_store" not in st.session_state:  # first run of this session: restore a 
             st.session_state["dyn_url_error"] = str(exc)
             _apply({})
 if st.session_state.get("dyn_url_error"):
-    st.warning(f"⚠️ The shared link could not be restored ({st.session_state['dyn_url_error']}); showing the default setup.")
+    st.warning(f"⚠️ The shared link could not be restored ({plain(st.session_state['dyn_url_error'])}); showing the default setup.")
 
 # Streamlit forgets the value of a widget that was not drawn in the last run (the bandit's fields while the
 # sequence policy is shown): keep the setup in a store and give every widget its stored value back
@@ -285,11 +285,14 @@ if show:
                 st.plotly_chart(rf, width="stretch", key=f"dyn_ratio_{name}")
 
     a, b, c = st.columns(3)
-    a.plotly_chart(_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in runs.items()]),
+    # a third of the page is too narrow for a legend of up to three objectives above the plot (it covers the title)
+    below = dict(height=360, legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+                 margin=dict(l=40, r=20, t=50, b=40))
+    a.plotly_chart(_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in runs.items()], **below),
                    width="stretch", key="dyn_loss")
-    b.plotly_chart(_fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in runs.items()]),
+    b.plotly_chart(_fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in runs.items()], **below),
                    width="stretch", key="dyn_kl")
-    c.plotly_chart(_fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in runs.items()]),
+    c.plotly_chart(_fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in runs.items()], **below),
                    width="stretch", key="dyn_grad")
 
     if any(P.VARIANTS[n][0] in ("grpo", "rloo") for n in runs) and setup["policy"] == "sequence":

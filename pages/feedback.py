@@ -20,8 +20,8 @@ header(
     "answer reached through a wrong step. They also differ in timing: a label is usable online at step t only "
     "if it was computed from what existed at step t, not by a reviewer who had already seen the ending.",
 )
-st.latex(r"\text{outcome: }\hat A_{i,t}=\frac{r_i-\operatorname{mean}(\mathbf r)}{\operatorname{std}(\mathbf r)}\ \text{for every token } t;"
-         r"\qquad \text{process: }\hat A_{i,t}=\sum_{j:\ \mathrm{end}(j)\ge t}\tilde r_i^{(j)},\quad"
+st.latex(r"\text{outcome: }\hat A_{i,t}=\frac{r_i-\operatorname{mean}(\mathbf r)}{\operatorname{std}(\mathbf r)}\ \text{for every token } t")
+st.latex(r"\text{process: }\hat A_{i,t}=\sum_{j:\ \mathrm{end}(j)\ge t}\tilde r_i^{(j)},\quad"
          r"\tilde r_i^{(j)}=\frac{r_i^{(j)}-\operatorname{mean}(\mathbf R)}{\operatorname{std}(\mathbf R)}")
 st.caption("Shao et al. 2024, §4.1.2 (outcome supervision) and §4.1.3 (process supervision): r is the outcome label of each "
            "response of the group, R every step label of the group, end(j) the last token of step j.")

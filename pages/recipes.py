@@ -20,7 +20,7 @@ from lab.presets import (
     simulate_presets,
 )
 from labui import figure, header, parse_floats, route_through_app, shows_errors
-from labui.share import Param, number, restore_from_url, text, write_to_url
+from labui.share import Param, number, plain, restore_from_url, text, write_to_url
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -54,7 +54,7 @@ PARAMS = {
 }
 restore_from_url(PARAMS)
 if not set(st.session_state["rec_presets"]) <= set(RL_PRESETS):  # a link's unknown preset names: keep the page usable
-    st.warning(f"link parameter `presets` names unknown presets {st.session_state['rec_presets']}; using the defaults")
+    st.warning(f"link parameter `presets` names unknown presets {plain(st.session_state['rec_presets'])}; using the defaults")
     st.session_state["rec_presets"] = DEFAULTS["rec_presets"]
 
 

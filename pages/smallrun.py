@@ -15,6 +15,7 @@ from lab.smallrun.data import validate_lines
 from lab.misconceptions import diagnose, history_from_events
 from lab.smallrun.live import get_run, read_ledger_metrics, start_run, store_upload
 from labui.cards import show_cards
+from labui.share import plain
 from lab.smallrun.rundir import run_path
 from labui import figure, header, route_through_app, shows_errors
 
@@ -74,7 +75,7 @@ if data_bytes.strip():
     recs, bad = validate_lines(data_bytes.split(b"\n"), kind)  # bytes: bad UTF-8 is reported with its line
     if bad:
         data_ok = False
-        st.error(f"The data file has {len(bad)} bad line(s); nothing will train on it:\n\n" + "\n".join(f"- {b}" for b in bad[:50]))
+        st.error(f"The data file has {len(bad)} bad line(s); nothing will train on it:\n\n" + "\n".join(f"- {plain(b)}" for b in bad[:50]))
     else:
         st.success(f"Data file OK: {len(recs)} {kind} records.")
 
@@ -83,7 +84,7 @@ try:  # a name, not a path: nothing is created or deleted outside the runs direc
     out, name_ok = run_path(RUNS, name), True
 except ValueError as exc:
     out, name_ok = None, False
-    st.error(f"⚠️ {exc}")
+    st.error(f"⚠️ {plain(exc)}")
 b1, b2, b3 = st.columns(3)
 start = b1.button("▶ Start", type="primary", key="sr_start", disabled=not (data_ok and name_ok))
 def _stop_current() -> None:
