@@ -139,7 +139,15 @@ def _loss_points(drv) -> int:
 def test_smallrun_start_chart_grows_stop(browser, server):
     from selenium.webdriver.common.by import By
 
+    from selenium.webdriver.common.keys import Keys
+
     browser.get(f"{server}/smallrun")
+    _wait_rendered(browser)
+    # a long run (5000 GRPO steps), so it is still training when Stop is clicked even on a slow, loaded machine
+    steps = next(e for e in browser.find_elements(By.CSS_SELECTOR, "input") if (e.get_attribute("aria-label") or "").startswith("steps"))
+    steps.send_keys(Keys.CONTROL, "a")
+    steps.send_keys("5000", Keys.TAB)
+    time.sleep(1.0)
     _wait_rendered(browser)
     buttons = {b.text.strip(): b for b in browser.find_elements(By.CSS_SELECTOR, "button")}
     start = next(b for t, b in buttons.items() if "Start" in t)
