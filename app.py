@@ -1,6 +1,6 @@
 """Post-Training Lab web app: `./lab.sh app` (or `streamlit run app.py --server.fileWatcherType none`).
 
-Builds the navigation over the files in pages/, grouped by chapter of the reference.
+Builds the navigation over the files in pages/, grouped by chapter, in the course order of ``lab.course``.
 """
 
 import streamlit as st
@@ -25,13 +25,17 @@ PAGES = {
         st.Page("pages/returns.py", title="Returns and advantages", icon="📈"),
         st.Page("pages/kl_optimal.py", title="KL and the optimal policy", icon="🎯"),
         st.Page("pages/ppo.py", title="PPO clipping", icon="✂️"),
-        st.Page("pages/dynamics.py", title="Dynamics", icon="🎢"),
     ],
     "Preference optimization": [st.Page("pages/dpo.py", title="DPO", icon="🔁")],
     "Verifiable rewards": [
-        st.Page("pages/grpo.py", title="GRPO and RLVR", icon="👥"),
         st.Page("pages/feedback.py", title="Outcome vs process feedback", icon="🪜"),
+        st.Page("pages/grpo.py", title="GRPO and RLVR", icon="👥"),
+        st.Page("pages/dynamics.py", title="Dynamics", icon="🎢"),
         st.Page("pages/recipes.py", title="Same batch, many recipes", icon="🧪"),
+    ],
+    "Credit assignment": [
+        st.Page("pages/credit.py", title="Credit assignment", icon="🧩"),
+        st.Page("pages/credit_quiz.py", title="Credit-assignment quiz", icon="❓", url_path="credit_quiz"),
     ],
     "Agents and replay": [st.Page("pages/agentic.py", title="Agentic training and replay", icon="🤖")],
     "Proxies and evaluation": [
@@ -39,10 +43,6 @@ PAGES = {
         st.Page("pages/compare.py", title="Compare checkpoints", icon="📏"),
     ],
     "Train a model": [st.Page("pages/smallrun.py", title="Small runs", icon="🏋️")],
-    "Credit assignment": [
-        st.Page("pages/credit.py", title="Credit assignment", icon="🧩"),
-        st.Page("pages/credit_quiz.py", title="Credit-assignment quiz", icon="❓", url_path="credit_quiz"),
-    ],
 }
 
 st.navigation(PAGES, expanded=True).run()  # all chapters visible (the projector toggle shares the sidebar)

@@ -48,3 +48,11 @@ def test_streamlit_config_hides_deploy_and_binds_localhost():
     cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert cfg["client"]["toolbarMode"] == "viewer"  # no Deploy button or developer menu
     assert cfg["server"]["address"] == "127.0.0.1"
+
+
+def test_sidebar_lists_the_chapters_in_course_order():
+    import re
+
+    order = re.findall(r'st\.Page\("pages/(\w+)\.py"', (ROOT / "app.py").read_text())
+    chapters = [c.key for c in course.CHAPTERS]
+    assert [k for k in order if k in chapters] == chapters
