@@ -5,28 +5,10 @@ import time
 
 import pytest
 
-from tests.test_browser import CHROMIUM, DRIVER, _wait_rendered, server  # noqa: F401  (server is a fixture)
+from tests.test_browser import _wait_rendered, server  # noqa: F401  (server is a fixture)
+from tests.test_projector_browser import HEIGHT, WIDTH, projector_browser  # noqa: F401  (one 1280×720 browser fixture)
 
 pytestmark = pytest.mark.browser
-WIDTH, HEIGHT = 1280, 720
-
-
-@pytest.fixture(scope="module")
-def projector_browser(server):  # noqa: F811
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-              "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", f"--window-size={WIDTH},{HEIGHT}"):
-        opts.add_argument(a)
-    drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    # the window size includes the (invisible) browser frame; a projected full-screen browser shows 1280×720 of page
-    drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
-    drv.set_page_load_timeout(60)
-    yield drv
-    drv.quit()
 
 
 def test_grpo_projector_fits_1280x720(projector_browser, server, tmp_path):  # noqa: F811
