@@ -180,6 +180,11 @@ def _lengths(x: TensorLike | None, like: torch.Tensor, name: str) -> torch.Tenso
     return t.to(like.dtype)
 
 
+def _smoothed_sigmoid_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """−(1−ε) log σ(z) − ε log σ(−z): the sigmoid loss when a label is flipped with probability ε (cDPO, SimPO)."""
+    return -(1 - eps) * F.logsigmoid(z) - eps * F.logsigmoid(-z)
+
+
 def cdpo_loss(
     chosen_logps: TensorLike,
     rejected_logps: TensorLike,
@@ -197,8 +202,7 @@ def cdpo_loss(
     beta = check_positive(beta, "beta")
     eps = _check_smoothing(label_smoothing, "label_smoothing", 0.5)
     lc, lr = _logratio_margin(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps)
-    z = beta * (lc - lr)  # (N,)
-    return -(1 - eps) * F.logsigmoid(z) - eps * F.logsigmoid(-z)
+    return _smoothed_sigmoid_loss(beta * (lc - lr), eps)
 
 
 def robust_dpo_loss(
@@ -286,7 +290,7 @@ def simpo_loss(
     n_c, n_r = _lengths(chosen_lengths, c, "chosen_lengths"), _lengths(rejected_lengths, c, "rejected_lengths")
     rc, rr = beta * c / n_c, beta * r / n_r  # (N,) length-normalized implicit rewards
     z = rc - rr - gamma
-    losses = -(1 - eps) * F.logsigmoid(z) - eps * F.logsigmoid(-z)
+    losses = _smoothed_sigmoid_loss(z, eps)
     return losses, rc.detach(), rr.detach()
 
 
