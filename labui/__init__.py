@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from types import ModuleType
+from urllib.parse import urlencode
 from typing import Callable, Iterator
 
 import plotly.graph_objects as go
@@ -192,24 +193,25 @@ def course_nav(page_file: str) -> None:
     st.divider()
     left, mid, right = st.columns([1, 1, 1])
     if prev is not None:
-        _page_link(left, prev.key, f"← Previous: {prev.title}")
+        page_link(left, prev.key, f"← Previous: {prev.title}")
     if here.notebook:
         mid.markdown(f"Notebook: `{here.notebook}`")
     if nxt is not None:
-        _page_link(right, nxt.key, f"Next: {nxt.title} →")
+        page_link(right, nxt.key, f"Next: {nxt.title} →")
 
 
-def _page_link(where, key: str, label: str) -> None:
+def page_link(where, key: str, label: str, query_params: dict | None = None) -> None:
     """A link to ``pages/<key>.py`` that stays in this tab and this session (so predictions answered so far count).
 
     A markdown link opens a new tab, i.e. a new session that has forgotten the learner's answers; under app.py's
     navigation ``st.page_link`` switches pages in place. Run alone (``AppTest.from_file(page)``) there is no
-    navigation to link into, so the page falls back to the markdown link.
+    navigation to link into, so the page falls back to the markdown link (same target, same query).
     """
     if st.session_state.get("_lab_app_ran"):
-        where.page_link(f"pages/{key}.py", label=label)
+        where.page_link(f"pages/{key}.py", label=label, query_params=query_params)
     else:
-        where.markdown(f"[{label}](/{key})")
+        query = "?" + urlencode(query_params) if query_params else ""
+        where.markdown(f"[{label}](/{key}{query})")
 
 
 def outline_heatmap_cells(fig: go.Figure, spans: list[tuple[int, int]], n_rows: int, color: str = "black") -> None:

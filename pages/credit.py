@@ -1,12 +1,11 @@
 """Credit assignment: the same trajectory under many credit mechanisms [credit-bank]."""
 
-from urllib.parse import quote
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from lab.credit import FAMILIES, GUIDING_PROBLEM, GUIDING_STEPS, MECHANISMS, guiding_example, run, padded_tokens, step_credit, wrong_step_spans
-from labui import course_nav, figure, header, outline_heatmap_cells, parse_floats, route_through_app, shows_errors
+from labui import course_nav, figure, header, outline_heatmap_cells, page_link, parse_floats, route_through_app, shows_errors
 from labui.predict import ask_chapter
 from labui.share import Param, flag, number, restore_from_url, text, write_to_url
 
@@ -144,9 +143,10 @@ if group is not None and chosen:
                 a.markdown("**Needs**\n\n" + "\n".join(f"- {n}" for n in m.needs))
                 b.markdown(f"**Conserves**\n\n{m.conserves}")
                 c.markdown(f"**Cannot tell**\n\n{m.cannot_tell}")
-                links = " · ".join(f"[{p.replace('_', ' ')}](credit_quiz?paper={quote(p)})" for p in m.bank_papers)
-                if links:
-                    st.markdown(f"Question bank (opens the quiz filtered to this paper): {links}")
+                if m.bank_papers:
+                    st.markdown("Question bank (opens the quiz filtered to this paper):")
+                    for col, p in zip(st.columns(len(m.bank_papers)), m.bank_papers):
+                        page_link(col, "credit_quiz", p.replace("_", " "), {"paper": p})
                 with st.expander("what it did (metrics for the whole group)"):
                     st.json({n: v for n, v in results[k].metrics.items() if n != "masked_tokens"}, expanded=False)
 write_to_url(PARAMS)

@@ -4,20 +4,27 @@ import streamlit as st
 
 import worked_examples
 from lab.course import CHAPTERS, duration_text
-from labui import route_through_app
+from labui import page_link, route_through_app
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 
-def course_map() -> str:
-    """The course in order, from lab.course: prerequisites, what each chapter answers, time, notebook."""
-    rows = ["| # | chapter | after | answers | time | notebook |", "|---|---|---|---|---|---|"]
+def course_map() -> None:
+    """The course in order, from lab.course: prerequisites, what each chapter answers, time, notebook.
+    Chapter names are in-tab links (``labui.page_link``), so answers given on one page still count on the next."""
+    st.markdown(f"**The course** (about {duration_text()}), in order:")
+    widths = [0.4, 2.2, 2, 4, 0.9, 2.4]
+    for col, head in zip(st.columns(widths), ["#", "chapter", "after", "answers", "time", "notebook"]):
+        col.markdown(f"**{head}**")
     titles = {c.key: c.title for c in CHAPTERS}
     for i, c in enumerate(CHAPTERS, start=1):
-        after = ", ".join(titles[p] for p in c.prerequisites) or "—"
-        nb = f"`{c.notebook.split('/')[-1]}`" if c.notebook else "—"
-        rows.append(f"| {i} | [{c.title}](/{c.key}) | {after} | {' '.join(c.questions)} | {c.minutes} min | {nb} |")
-    return f"**The course** (about {duration_text()}), in order:\n\n" + "\n".join(rows)
+        num, chapter, after, answers, minutes, nb = st.columns(widths)
+        num.markdown(str(i))
+        page_link(chapter, c.key, c.title)
+        after.markdown(", ".join(titles[p] for p in c.prerequisites) or "—")
+        answers.markdown(" ".join(c.questions))
+        minutes.markdown(f"{c.minutes} min")
+        nb.markdown(f"`{c.notebook.split('/')[-1]}`" if c.notebook else "—")
 
 
 st.title("Post-Training Lab")
@@ -29,15 +36,17 @@ watch the losses, probabilities and advantages move. Each page shows its formula
 definition in the reference (`definitions-and-worked-examples.txt`) and the paper it comes from, and
 has a button that loads the reference's worked example and puts the stated value beside the computed one
 (where the reference gives a construction without numbers, the page says the numbers are the lab's own).
-
-{course_map}
-
+"""
+)
+course_map()
+st.markdown(
+    """
 **Notebooks**: `.venv/bin/jupyter lab notebooks/` opens one notebook per chapter, built on the same library.
 
-**Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, DPO, GRPO; `--help` lists the knobs).
+**Small runs from a terminal**: `.venv/bin/python -m lab.smallrun grpo --out runs/my-grpo` (SFT, reward model `rm`, DPO, GRPO, RLOO, PPO; `--help` lists every option with its description).
 
 **From a terminal**: `python -m worked_examples --explain` recomputes every worked example of the reference (and says where the lab supplied its own numbers).
-""".replace("{course_map}", course_map())
+"""
 )
 
 

@@ -71,3 +71,30 @@ def test_dynamics_legends_do_not_cover_titles(browser, server):  # noqa: F811
         }
         return out;""")
     assert not hits, hits
+
+
+def test_course_map_and_quiz_links_stay_in_the_tab(browser, server):  # noqa: F811
+    """Home's course map and the Credit page's question-bank links switch pages in place (no target=_blank), and the
+    quiz link carries its paper filter."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/")
+    _wait_rendered(browser)
+    tabs = list(browser.window_handles)
+    main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
+    links = [a for a in main.find_elements(By.TAG_NAME, "a") if a.text.strip() == "Preferences and reward models"]
+    assert links, "the course map links each chapter"
+    assert all(a.get_attribute("target") != "_blank" for a in links)
+    _click(browser, links[-1])
+    time.sleep(2)
+    _wait_rendered(browser)
+    assert browser.window_handles == tabs and browser.current_url.split("?")[0].endswith("/preferences"), browser.current_url
+    browser.get(f"{server}/credit")
+    _wait_rendered(browser)
+    quiz = [a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] a') if a.text.strip() == "scar"]
+    assert quiz and quiz[0].get_attribute("target") != "_blank"
+    _click(browser, quiz[0])
+    time.sleep(2)
+    _wait_rendered(browser)
+    assert browser.window_handles == tabs
+    assert "/credit_quiz" in browser.current_url and "paper=scar" in browser.current_url, browser.current_url
