@@ -33,7 +33,7 @@ from lab._checks import (
     check_positive,
 )
 from lab.kl import kl_estimate
-from lab.ppo import clip_fractions, clipped_surrogate
+from lab.ppo import _clip_fractions, _clipped_surrogate, clip_fractions, clipped_surrogate
 
 Scale = Literal["group", "batch", "none"]
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
@@ -377,6 +377,52 @@ def grpo_loss(
     loss = aggregate_token_loss(per_token, m, loss_type, max_completion_length, num_items_in_batch, drop_empty_rows)
     metrics.update(clip_fractions(ratio, adv, m, epsilon, epsilon_high))
     return loss, metrics
+
+
+def _grpo_loss_validated(
+    lp: torch.Tensor,
+    old: torch.Tensor,
+    adv: torch.Tensor,
+    m: torch.Tensor,
+    active: torch.Tensor | None,
+    low: float,
+    high: float,
+    loss_type: str,
+    max_completion_length: int,
+    ref: torch.Tensor | None = None,
+    beta: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, float], torch.Tensor]:
+    """:func:`grpo_loss` for inputs its caller has already validated; returns ``(loss, metrics, ratio)``.
+
+    For a trainer that checks once per step what stays fixed and once per epoch what moves (lab.playground).
+    The caller guarantees: ``lp``, ``old`` (B, T) finite and <= 0 at active positions; ``adv`` (B, T) finite there;
+    ``m`` a float 0/1 mask with at least one active token in every row, ``active`` = ``m > 0`` (or None when every
+    position is active: the selection is then skipped, which changes no value and no gradient); bounds from
+    ``lab.ppo._clip_bounds``; ``loss_type`` one of grpo, bnpo, dr_grpo, dapo (dapo within one batch);
+    ``max_completion_length`` >= T; ``ref`` checked like ``lp`` when given. It must still reject a non-finite
+    ``ratio``. The operations are grpo_loss's, in its order, so values, gradients and metrics are the same to the
+    bit (tests/test_playground_fastpath.py compares them).
+    """
+    sel = (lambda t: t) if active is None else (lambda t: active_values(t, active))
+    adv = sel(adv.detach())
+    log_ratio = sel(lp) - sel(old).detach()  # (B, T)
+    ratio = torch.exp(log_ratio)
+    per_token = -_clipped_surrogate(ratio, adv, low, high)  # (B, T)
+    metrics: dict[str, float] = {}
+    if ref is not None:
+        kl = kl_estimate(lp, ref.detach(), "k3", mask=m)  # (B, T), 0 at masked positions
+        if beta > 0:
+            per_token = per_token + beta * kl
+        metrics["kl"] = float(kl.detach().sum() / m.sum())
+    total = sel(per_token).sum(-1)  # (B,)
+    if loss_type == "grpo":  # every row has a token, so grpo_loss's selection of non-empty rows keeps them all
+        loss = (total / m.sum(-1)).mean()
+    elif loss_type == "dr_grpo":
+        loss = total.sum() / (per_token.shape[0] * max_completion_length)
+    else:  # bnpo; dapo without num_items_in_batch
+        loss = total.sum() / m.sum()
+    metrics.update(_clip_fractions(ratio.detach(), adv, active, m.sum(), low, high))
+    return loss, metrics, ratio
 
 
 def process_advantages(

@@ -31,12 +31,21 @@ from typing import Callable, Literal, Sequence
 
 import torch
 
-from lab._checks import as_tensor, check_choice, check_closed_unit, check_finite, check_nonnegative, check_pmf
+from lab._checks import _range_ok, as_tensor, check_choice, check_closed_unit, check_finite, check_nonnegative, check_pmf
 from lab.dpo import dpo_loss, dpo_metrics
-from lab.grpo import aggregate_token_loss, group_advantages, grpo_loss, rloo_advantages
+from lab.grpo import _grpo_loss_validated, aggregate_token_loss, group_advantages, grpo_loss, rloo_advantages
 from lab.kl import kl_divergence
-from lab.ppo import clip_fractions, clipped_surrogate, kl_shaped_reward
-from lab.rl import advantage_from_baseline, discounted_returns, gae, likelihood_ratio, policy_gradient_surrogate
+from lab.ppo import _clip_bounds, _clip_fractions, _clipped_surrogate, clip_fractions, clipped_surrogate, kl_shaped_reward
+from lab.rl import (
+    _advantage_from_baseline,
+    _likelihood_ratio,
+    _policy_gradient_surrogate,
+    advantage_from_baseline,
+    discounted_returns,
+    gae,
+    likelihood_ratio,
+    policy_gradient_surrogate,
+)
 
 Objective = Literal["reinforce", "ppo", "grpo", "rloo", "dpo", "kl_regularized"]
 OBJECTIVES: tuple[str, ...] = ("reinforce", "ppo", "grpo", "rloo", "dpo", "kl_regularized")
@@ -285,8 +294,6 @@ class Conventions:
     @property
     def clip_band(self) -> tuple[float, float]:
         """(1 − ε, 1 + ε_high): the ratio band inside which PPO's objective is unclipped."""
-        from lab.ppo import _clip_bounds
-
         return _clip_bounds(self.epsilon, self.epsilon_high)
     scale: Literal["group", "batch", "none"] = "group"
     """GRPO advantage scaling (see lab.grpo.group_advantages)."""
@@ -391,17 +398,17 @@ def _state_values(sp: _Space, V: torch.Tensor, idx: torch.Tensor) -> tuple[torch
 
 
 def _advantages(sp: _Space, c: Conventions, idx: torch.Tensor, seq_probs: torch.Tensor, exact: bool, gen_value: torch.Tensor,
-                rtg: torch.Tensor | None = None):
+                rtg: torch.Tensor | None = None, rtg_ok: bool = False):
     """REINFORCE/PPO per-token advantages (B, T) for responses ``idx`` and the GAE bias target.
 
     ``rtg``: :func:`_reward_to_go` computed once per run (rows are independent, so its rows are bit for bit
-    the returns of the sampled rows)."""
+    the returns of the sampled rows); ``rtg_ok``: it passed a finiteness test."""
     rtg = _reward_to_go(sp, c.gamma) if rtg is None else rtg
-    r = sp.step_rewards[idx]  # (B, T)
-    m = sp.mask[idx]
-    G = rtg[idx]  # (B, T) reward-to-go
+    G = rtg if exact else rtg.index_select(0, idx)  # (B, T) reward-to-go (exact: idx lists every response in order)
     target = None
     if c.advantage == "gae" or c.baseline == "value":
+        r = sp.step_rewards[idx]  # (B, T)
+        m = sp.mask[idx]
         V_true = _values(sp, seq_probs, c.gamma, rtg)
         V_hat = V_true + c.value_noise * gen_value
         v_now, v_next = _state_values(sp, V_hat, idx)
@@ -414,8 +421,24 @@ def _advantages(sp: _Space, c: Conventions, idx: torch.Tensor, seq_probs: torch.
         return advantage_from_baseline(G, v_now) * m, target
     if c.baseline == "mean":
         b = float((seq_probs * sp.rewards).sum()) if exact else G[:, 0].mean()
-        return advantage_from_baseline(G, b) * m, target
+        # the returns are tested once per run (rtg_ok), the baseline here; otherwise the public function decides
+        adv = _advantage_from_baseline(G, b) if rtg_ok and math.isfinite(float(b)) else advantage_from_baseline(G, b)
+        # × the mask zeroes what follows a response's end; with every token real it is × 1 (no bit changes): skipped
+        return (adv * (sp.mask if exact else sp.mask.index_select(0, idx)) if sp._masked else adv), target
     return G, target
+
+
+def _logps_ok(tok: torch.Tensor) -> bool:
+    """Sufficient test that every (N, T) log-prob passes the lab's log-prob checks: finite and <= 0 everywhere.
+
+    When it holds, any rows picked from ``tok`` pass ``check_active``/``as_logprobs`` too, so a trainer may call
+    the unchecked cores; when it fails, the trainer calls the public function, which decides (and raises)."""
+    return _range_ok(tok.detach(), True)
+
+
+def _finite(t: torch.Tensor) -> bool:
+    """Sufficient test that ``t`` is finite (a sum is finite only when every term is)."""
+    return math.isfinite(float(t.sum()))
 
 
 def _sample(probs: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
@@ -438,6 +461,16 @@ def _response_weights(mask: torch.Tensor, loss_type: str, T: int) -> torch.Tenso
 
 
 # ---------------------------------------------------------------------------------------------- train
+
+
+def draws_samples(objective: str, exact: bool) -> bool:
+    """True when :func:`train` draws from its ``seed``: sampled mode, except DPO (offline, it never samples).
+
+    Where it is False the run does not depend on the seed (a page may cache it across seeds)."""
+    check_choice(objective, "objective", OBJECTIVES)
+    if not isinstance(exact, bool):
+        raise ValueError(f"exact must be True or False; got {exact!r}")
+    return not exact and objective != "dpo"
 
 
 def train(
@@ -500,6 +533,23 @@ def train(
     # and advantages (only the probability of drawing each group moves with the policy).
     all_idx = torch.arange(N)
     rtg = _reward_to_go(sp, c.gamma) if objective in ("reinforce", "ppo") else None
+    rtg_ok = rtg is not None and _finite(rtg)
+    ref_ok = _logps_ok(ref_tok)  # the reference is fixed: tested once
+
+    def bounds() -> tuple[float, float] | None:
+        """(1 − ε, 1 + ε_high), validated at the first loss as the public functions validate it; None when
+        ε is invalid: the fast path then gives way to the public function, which raises in its own order."""
+        if not clip_bounds:
+            try:
+                clip_bounds.append(_clip_bounds(c.epsilon, c.epsilon_high))
+            except ValueError:
+                return None
+        return clip_bounds[0]
+
+    clip_bounds: list[tuple[float, float]] = []
+    mask_sum = sp.mask.sum()
+    batch_ones = None if sp._masked else torch.ones(c.n, T, dtype=sp.mask.dtype)  # every sampled batch's mask, all tokens real
+    batch_ones_sum = None if batch_ones is None else batch_ones.sum()
     if groups is not None:
         x_members = groups.flatten()  # (G·g,)
         x_m = sp.mask[x_members]  # (G·g, T)
@@ -557,32 +607,52 @@ def train(
         elif objective in ("reinforce", "ppo"):
             idx = all_idx if exact else _sample(pi_old, c.n, gen)
             sample_idx = None if exact else idx
-            adv_used, target = _advantages(sp, c, idx, pi_old, exact, gen_value, rtg)  # (B, T)
-            m = sp.mask[idx]
+            adv_used, target = _advantages(sp, c, idx, pi_old, exact, gen_value, rtg, rtg_ok)  # (B, T)
+            # the batch's mask and its number of active tokens: fixed in exact mode, and in sampled mode when every
+            # token is real (all ones); otherwise the sampled rows
+            m, m_sum = (sp.mask, mask_sum) if exact else (batch_ones, batch_ones_sum) if batch_ones is not None else (None, None)
+            if m is None:
+                m = sp.mask.index_select(0, idx)
+                m_sum = m.sum()
             # exact: weight each enumerated response by π_old(y); the factor (active tokens) turns the
-            # masked mean of the objective, Σ(·)/Σm, into the expectation Σ_y π_old(y) Σ_t (·)
-            w = (pi_old.unsqueeze(-1) * m.sum()) if exact else torch.ones_like(m)
-            a_eff = adv_used * w
+            # masked mean of the objective, Σ(·)/Σm, into the expectation Σ_y π_old(y) Σ_t (·). Sampled: weight 1,
+            # and × 1 changes no bit, so the advantages are used as they are
+            a_eff = adv_used * (pi_old.unsqueeze(-1) * m_sum) if exact else adv_used
 
             def pick(tok_now):  # the batch's rows; in exact mode the batch is every response, in order
-                return tok_now if exact else tok_now[idx]
+                # index_select: the same rows as tok_now[idx], with a cheaper backward (duplicates summed in the same order)
+                return tok_now if exact else tok_now.index_select(0, idx)
+
+            # Validation: the lab's public functions check every input on every call. Here the advantages and
+            # the mask are fixed for the step, so they are tested once per step; the log-probs move every epoch
+            # and are tested every epoch (finite and <= 0 over all of tok_now, hence over any rows of it). Where
+            # a test fails, the public function runs instead and decides, with its own error message.
+            adv_ok = _finite(a_eff)
+            # with every token real the selection of active positions is skipped (None: same values, same gradient)
+            active = (m > 0) if sp._masked else None
 
             if objective == "reinforce":
 
                 def loss_fn(tok_now):
+                    if adv_ok and _logps_ok(tok_now):
+                        return -_policy_gradient_surrogate(pick(tok_now), a_eff, active, m_sum), {}
                     return -policy_gradient_surrogate(pick(tok_now), a_eff, m), {}
 
             else:
                 ratio_rows = []
                 tok_ratios: list[torch.Tensor] = []
-                old_b = old_tok[idx]  # (B, T) behaviour log-probs, fixed over the epochs
-                m_sum = m.sum()
+                old_b = pick(old_tok)  # (B, T) behaviour log-probs, fixed over the epochs
 
                 def loss_fn(tok_now):
-                    rho = likelihood_ratio(pick(tok_now), old_b)  # (B, T) per-token ratio, 1 at masked positions
+                    lp = pick(tok_now)
+                    rho = _likelihood_ratio(lp, old_b) if adv_ok and _logps_ok(tok_now) else None
+                    if rho is None or not _finite(rho.detach()):
+                        rho = likelihood_ratio(lp, old_b)  # (B, T) per-token ratio (1 at masked positions: log-prob 0 − 0)
                     tok_ratios.append(rho.detach())  # (B, T); the sequence ratio is its product over tokens
                     if c.clip:  # PPO's L^CLIP per token [ftip-003F]; diagnostics once per step, over all epochs
-                        surrogate = clipped_surrogate(rho, a_eff, c.epsilon, c.epsilon_high)
+                        # ρ here is finite and >= 0 (an exp), A finite: the checks of clipped_surrogate hold
+                        b = bounds() if adv_ok else None
+                        surrogate = _clipped_surrogate(rho, a_eff, *b) if b else clipped_surrogate(rho, a_eff, c.epsilon, c.epsilon_high)
                     else:  # L^CPI (Schulman et al. 2017, eq. 6): the importance-weighted surrogate, no clip
                         surrogate = rho * a_eff
                     # with every token real, × m is × 1: skipped (same value, same gradient)
@@ -595,12 +665,12 @@ def train(
             else:
                 members = _sample(pi_old, c.n, gen)
                 sample_idx = members
-                r = sp.rewards[members]
+                r = sp.rewards.index_select(0, members)
                 if objective == "grpo":
                     adv_used = group_advantages(r, c.group_size, c.scale, c.ddof, c.eps, c.zero_std)
                 else:
                     adv_used = rloo_advantages(r, c.group_size)
-                m = sp.mask[members]
+                m = sp.mask.index_select(0, members)
             B = members.numel()
             if exact:
                 # weight each enumerated group by its probability, scaled so that the aggregate over all
@@ -612,15 +682,26 @@ def train(
                 a_eff = adv_used.unsqueeze(-1).expand(B, T)
             weights_resp = m  # (B, T) mask; turned into response weights after the loop, in one backward pass
             ratio_rows = []
-            ref_b = (x_ref if exact else ref_tok[members]) if c.beta > 0 else None
-            old_b = old_tok[members]
+            ref_b = (x_ref if exact else ref_tok.index_select(0, members)) if c.beta > 0 else None
+            old_b = old_tok.index_select(0, members)
+
+            # validated as in the REINFORCE/PPO branch: the advantages and the reference once per step (the mask is
+            # built by the space: 0/1, a token in every row), the log-probs every epoch; otherwise grpo_loss decides
+            adv_ok = _finite(a_eff) and (ref_b is None or ref_ok)
+            active = (m > 0) if sp._masked else None
 
             def loss_fn(tok_now):
-                lp = tok_now[members]
-                # a masked position holds log-prob 0 (probability 1): the ratio there is 1, never inf
-                loss, met = grpo_loss(lp, old_b, a_eff, m, ref_b, c.beta, c.epsilon, c.epsilon_high, c.loss_type, T)
+                lp = tok_now.index_select(0, members)  # the rows of tok_now[members], with a cheaper backward
+                out = None
+                b = bounds() if adv_ok and _logps_ok(tok_now) else None
+                if b:
+                    loss, met, rho = _grpo_loss_validated(lp, old_b, a_eff, m, active, *b, c.loss_type, T, ref_b, c.beta)
+                    out = (loss, met) if _finite(rho.detach()) else None
+                if out is None:
+                    # a masked position holds log-prob 0 (probability 1): the ratio there is 1, never inf
+                    out = grpo_loss(lp, old_b, a_eff, m, ref_b, c.beta, c.epsilon, c.epsilon_high, c.loss_type, T)
                 ratio_rows.append((lp.detach() - old_b).sum(-1).exp())
-                return loss, met
+                return out
 
         for epoch in range(c.epochs):
             tok_now = tok if epoch == 0 else sp.token_logps(theta)
@@ -628,16 +709,22 @@ def train(
             (grad,) = torch.autograd.grad(loss, theta)
             if epoch == 0:
                 loss_hist.append(loss.detach())
-                gn_hist.append(grad.norm())
+                gn_hist.append(torch.linalg.vector_norm(grad))  # what grad.norm() computes, without its Python wrapper
                 info = dict(met)
             with torch.no_grad():
                 theta -= lr * grad
         if objective == "ppo":
             # TRL/CleanRL log clip fractions over every epoch of the batch
             rr = torch.stack(tok_ratios)  # (μ, B, T)
-            ratio_rows = list(rr.prod(-1))  # (B,) per epoch: π_θ(y)/π_old(y), masked tokens contribute 1
-            info = clip_fractions(rr, a_eff.expand_as(rr[0]).unsqueeze(0).expand_as(rr), m.expand_as(rr), c.epsilon, c.epsilon_high)
-        ratios.append(torch.stack(ratio_rows) if ratio_rows else None)
+            ratio_rows = rr.prod(-1)  # (μ, B): π_θ(y)/π_old(y) per epoch, masked tokens contribute 1
+            b = bounds() if adv_ok else None
+            if b:  # every ratio in rr passed a finiteness test in its epoch (an exp, so >= 0), the advantages theirs
+                # the core broadcasts (B, T) against (μ, B, T); μ·Σm active positions (an exact count)
+                info = _clip_fractions(rr, a_eff, active, m_sum * len(tok_ratios), *b)
+            else:
+                a_rr, m_rr = a_eff.expand_as(rr[0]).unsqueeze(0).expand_as(rr), m.expand_as(rr)
+                info = clip_fractions(rr, a_rr, m_rr, c.epsilon, c.epsilon_high)
+        ratios.append(ratio_rows if isinstance(ratio_rows, torch.Tensor) else torch.stack(ratio_rows) if ratio_rows else None)
         advs.append(adv_used.detach())
         samples.append(sample_idx)
         targets.append(target)

@@ -11,6 +11,7 @@ Diagnostics use TRL's metric names (``clip_ratio/low_mean`` …) and CleanRL's `
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -26,7 +27,9 @@ from lab._checks import (
     check_nonnegative,
     check_open_unit,
     check_positive,
+    check_same_shape,
 )
+from lab.rl import gae
 
 
 def _clip_bounds(epsilon: float, epsilon_high: float | None) -> tuple[float, float]:
@@ -47,13 +50,42 @@ def clipped_surrogate(
     Both inputs must be finite (an infinite ratio times A = 0 has no value).
     """
     low, high = _clip_bounds(epsilon, epsilon_high)
-    rho = as_tensor(ratio, "ratio")
-    check_finite(rho, "ratio")
-    if not bool((rho.detach() >= 0).all()):
-        raise ValueError("ratio must be >= 0 (a ratio of probabilities)")
-    adv = as_tensor(advantages, "advantages")
-    check_finite(adv, "advantages")
+    # Fast sufficient tests first (finite and >= 0 implies no NaN); where one fails, the original checks run in
+    # their original order and decide, with their own messages.
+    rho = as_tensor(ratio, "ratio", allow_nan=True)
+    if not _nonnegative_finite(rho):
+        as_tensor(rho, "ratio")  # NaN
+        check_finite(rho, "ratio")
+        if not bool((rho.detach() >= 0).all()):
+            raise ValueError("ratio must be >= 0 (a ratio of probabilities)")
+    adv = as_tensor(advantages, "advantages", allow_nan=True)
+    if not _all_finite(adv):
+        as_tensor(adv, "advantages")  # NaN
+        check_finite(adv, "advantages")
     rho, adv = broadcast_pair(rho, adv, "ratio", "advantages")
+    return _clipped_surrogate(rho, adv, low, high)
+
+
+def _nonnegative_finite(t: torch.Tensor) -> bool:
+    """Sufficient test that ``t`` is finite and >= 0 everywhere (NaN fails both comparisons)."""
+    d = t.detach() if t.requires_grad else t
+    if d.dtype not in (torch.float64, torch.float32) or d.numel() == 0:
+        return False
+    lo, hi = torch.aminmax(d)
+    return float(lo) >= 0.0 and float(hi) < float("inf")
+
+
+def _all_finite(t: torch.Tensor) -> bool:
+    """Sufficient test that a floating ``t`` is finite everywhere (a sum is finite only when every term is)."""
+    d = t.detach() if t.requires_grad else t
+    return d.dtype in (torch.float64, torch.float32) and math.isfinite(float(d.sum()))
+
+
+def _clipped_surrogate(rho: torch.Tensor, adv: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """The unchecked core of :func:`clipped_surrogate`: min(ρA, clip(ρ, low, high)A) elementwise.
+
+    For validated inputs of one shape (ρ finite and >= 0, A finite) and bounds from :func:`_clip_bounds`.
+    """
     return torch.minimum(rho * adv, torch.clamp(rho, low, high) * adv)
 
 
@@ -78,14 +110,22 @@ def clip_fractions(
     active = m > 0
     check_active(rho, active, "ratio")
     check_active(adv, active, "advantages")
-    is_low = (rho < low) & (adv < 0) & active
-    is_high = (rho > high) & (adv > 0) & active
-    n = m.sum()
-    return {
-        "clip_ratio/low_mean": float(is_low.sum() / n),
-        "clip_ratio/high_mean": float(is_high.sum() / n),
-        "clip_ratio/region_mean": float((is_low | is_high).sum() / n),
-    }
+    return _clip_fractions(rho, adv, active, m.sum(), low, high)
+
+
+def _clip_fractions(
+    rho: torch.Tensor, adv: torch.Tensor, active: torch.Tensor | None, n_active: torch.Tensor, low: float, high: float
+) -> dict[str, float]:
+    """The unchecked core of :func:`clip_fractions`: ρ and A finite at the ``active`` (bool) positions, shapes
+    broadcastable, ``n_active`` the number of active positions, bounds from :func:`_clip_bounds`.
+    ``active=None`` declares every position active (the selection is skipped)."""
+    is_low = (rho < low) & (adv < 0)
+    is_high = (rho > high) & (adv > 0)
+    if active is not None:
+        is_low, is_high = is_low & active, is_high & active
+    # one division and one read-out for the three counts (each entry is the same count / n as three divisions give)
+    low_mean, high_mean, region_mean = (torch.stack([is_low.sum(), is_high.sum(), (is_low | is_high).sum()]) / n_active).tolist()
+    return {"clip_ratio/low_mean": low_mean, "clip_ratio/high_mean": high_mean, "clip_ratio/region_mean": region_mean}
 
 
 def ppo_objective(
@@ -249,6 +289,78 @@ def kl_shaped_reward(
     T = m.shape[-1]
     last = T - 1 - torch.flip(m, dims=[-1]).argmax(-1)  # (B,) index of the last active token
     return rewards.scatter_add(-1, last.unsqueeze(-1), s.unsqueeze(-1))
+
+
+class TokenAdvantages(NamedTuple):
+    """Per-token quantities of one PPO rollout batch, all (B, T) and exactly 0 at masked positions."""
+
+    rewards: torch.Tensor  # KL-shaped rewards: −β·(log π − log π_ref) per token, plus the score at the last token
+    advantages: torch.Tensor  # GAE advantages (whitened over active tokens when ``whiten``)
+    returns: torch.Tensor  # λ-returns = raw GAE advantages + values: the value targets
+
+
+def ppo_advantages(
+    scores: TensorLike,
+    logp: TensorLike,
+    ref_logp: TensorLike,
+    values: TensorLike,
+    mask: TensorLike,
+    kl_coef: float = 0.05,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+    whiten: bool = True,
+    ddof: int = 1,
+    eps: float = 1e-8,
+) -> TokenAdvantages:
+    """The advantage pipeline of PPO for language models [ftip-003D, ftip-003E; Ouyang et al. 2022, §3.5, eq. 2;
+    Schulman et al. 2016, §3, eq. 16].
+
+    1. per-token KL-shaped rewards (:func:`kl_shaped_reward` with ``per_token=True``): every completion
+       token gets −``kl_coef``·(log π − log π_ref), the last one also the sequence ``score``;
+    2. values are set to 0 after the last active token, so the state after eos is terminal (V = 0) and
+       nothing past the completion leaks into its advantages;
+    3. GAE (:func:`lab.rl.gae`) with ``gamma`` and ``lam``; returns = advantages + values (value targets);
+    4. when ``whiten`` (default, as TRL's PPO trainer), the advantages are whitened over the batch's active
+       tokens (:func:`lab.grpo.whiten_advantages` with ``ddof`` and ``eps``; returns are not whitened).
+
+    ``scores`` (B,) sequence scores; ``logp``, ``ref_logp`` (B, T) log-probs of the sampled tokens under the
+    behaviour policy and the frozen reference; ``values`` (B, T) V(H_t) before each token; ``mask`` (B, T) the
+    completion tokens, a prefix of each row (right padding; at least one token per row). Masked positions of
+    ``logp``, ``ref_logp`` and ``values`` may hold anything. ``kl_coef`` >= 0 (0: the score alone). Everything
+    returned is detached: these are targets, not part of the graph.
+    """
+    kl_coef = check_nonnegative(kl_coef, "kl_coef")
+    if not isinstance(whiten, bool):
+        raise ValueError(f"whiten must be True or False; got {whiten!r}")
+    lp = as_tensor(logp, "logp", allow_nan=True).detach()
+    if lp.dim() != 2:
+        raise ValueError(f"logp must have shape (B, T); got {tuple(lp.shape)}")
+    s = as_tensor(scores, "scores").detach()
+    check_finite(s, "scores")
+    if s.shape != lp.shape[:1]:
+        raise ValueError(f"scores (shape {tuple(s.shape)}) must hold one score per row of logp {tuple(lp.shape[:1])}")
+    m = as_mask(mask, lp, "mask")
+    if bool((m[:, 1:] > m[:, :-1]).any()):
+        raise ValueError("mask must mark a prefix of each row (a right-padded completion): an active token after a masked one")
+    active = m > 0
+    v = as_tensor(values, "values", allow_nan=True).detach()
+    check_same_shape(v, lp, "values", "logp")
+    check_active(v, active, "values")
+    if kl_coef > 0:
+        rewards = kl_shaped_reward(s, lp, as_tensor(ref_logp, "ref_logp", allow_nan=True).detach(), kl_coef, m, per_token=True)
+    else:  # no KL penalty: the log ratio's value is irrelevant; reuse the shaping with a zero log ratio to place the score
+        check_active(as_tensor(ref_logp, "ref_logp", allow_nan=True), active, "ref_logp", logprob=True)
+        rewards = kl_shaped_reward(s, lp, lp, 1.0, m, per_token=True)
+    rewards = rewards.to(torch.promote_types(rewards.dtype, v.dtype))
+    v = active_values(v.to(rewards.dtype), active)  # (B, T), 0 after eos: the terminal value
+    adv, _ = gae(rewards, v, gamma, lam)  # (B, T); 0 at masked positions (zero reward, zero value)
+    adv = active_values(adv, active)
+    returns = active_values(adv + v, active)
+    if whiten:
+        from lab.grpo import whiten_advantages  # lab.grpo imports this module: import at call time
+
+        adv = whiten_advantages(adv, m, ddof=ddof, eps=eps)
+    return TokenAdvantages(rewards, adv, returns)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -319,3 +319,197 @@ def paired_length_drift(scores: TensorLike, feature: TensorLike) -> LengthDrift:
     if half < 2:
         raise ValueError("scores must hold at least four responses (two pairs)")
     return length_drift(s[:half] - s[half : 2 * half], f[:half] - f[half : 2 * half])
+
+
+# ----------------------------------------------------------------------------- measured curves (small runs)
+
+
+@dataclass(frozen=True)
+class MeasuredBestOfN:
+    """Best-of-N measured on sampled completions: the proxy and gold score of the proxy's pick, per N,
+    each with a percentile bootstrap interval over prompts."""
+
+    n: list[int]
+    kl: list[float]  # analytic log N − (N−1)/N (continuous proxy; ties make the true KL smaller)
+    proxy: list[float]  # mean over prompts of the chosen sample's proxy score
+    proxy_low: list[float]
+    proxy_high: list[float]
+    gold: list[float]  # mean over prompts of the chosen sample's gold score (e.g. the verifier's 0/1)
+    gold_low: list[float]
+    gold_high: list[float]
+    n_prompts: int
+    n_max: int  # samples drawn per prompt
+
+    @property
+    def d(self) -> list[float]:
+        """√KL of each N (analytic)."""
+        return [math.sqrt(k) for k in self.kl]
+
+    @property
+    def proxy_above(self) -> list[float]:
+        """Upper error-bar lengths of the proxy curve."""
+        return [h - m for h, m in zip(self.proxy_high, self.proxy)]
+
+    @property
+    def proxy_below(self) -> list[float]:
+        return [m - lo for m, lo in zip(self.proxy, self.proxy_low)]
+
+    @property
+    def gold_above(self) -> list[float]:
+        """Upper error-bar lengths of the gold curve."""
+        return [h - m for h, m in zip(self.gold_high, self.gold)]
+
+    @property
+    def gold_below(self) -> list[float]:
+        return [m - lo for m, lo in zip(self.gold, self.gold_low)]
+
+
+def best_of_n_measured(
+    proxy: TensorLike, gold: TensorLike, ns: Sequence[int] | None = None,
+    n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0,
+) -> MeasuredBestOfN:
+    """Best-of-N over samples drawn once [overview, "Proxy optimization …", [44]; Gao et al. 2022, §2.2].
+
+    ``proxy``, ``gold`` (P, M): scores of M samples of each of P prompts, in drawing order. For each N the pick
+    is the proxy-best of the *first* N samples (the first of tied maxima), so every N reuses the same draws and
+    the curve is monotone in what the proxy sees. ``ns=None`` takes 1, 2, 4, … up to M. Intervals resample
+    prompts (``lab.evaluation.mean_interval``).
+    """
+    from lab.evaluation import mean_interval
+
+    p, g = as_tensor(proxy, "proxy"), as_tensor(gold, "gold")
+    p = p.to(torch.float64) if p.dtype == torch.bool or not p.is_floating_point() else p.detach().to(torch.float64)
+    g = g.to(torch.float64) if g.dtype == torch.bool or not g.is_floating_point() else g.detach().to(torch.float64)
+    check_finite(p, "proxy")
+    check_finite(g, "gold")
+    if p.dim() != 2 or p.numel() == 0:
+        raise ValueError(f"proxy must be a non-empty (prompts, samples) matrix; got shape {tuple(p.shape)}")
+    if g.shape != p.shape:
+        raise ValueError(f"gold must have the shape of proxy {tuple(p.shape)}; got {tuple(g.shape)}")
+    n_prompts, n_max = p.shape
+    if ns is None:
+        ns = [2**i for i in range(n_max.bit_length()) if 2**i <= n_max]
+    ns = [_check_n(k, "ns") for k in ns]
+    if not ns:
+        raise ValueError("ns must name at least one N")
+    if max(ns) > n_max:
+        raise ValueError(f"ns must not exceed the samples drawn per prompt ({n_max}); got N = {max(ns)}")
+    out = MeasuredBestOfN([], [], [], [], [], [], [], [], n_prompts, n_max)
+    rows = torch.arange(n_prompts)
+    for k in ns:
+        pick = p[:, :k].argmax(-1)  # (P,) first maximum among the first k samples
+        chosen_p, chosen_g = p[rows, pick], g[rows, pick]  # (P,)
+        ip = mean_interval(chosen_p, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        ig = mean_interval(chosen_g, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        out.n.append(k)
+        out.kl.append(best_of_n_kl(k))
+        out.proxy.append(ip.mean_difference)
+        out.proxy_low.append(ip.low)
+        out.proxy_high.append(ip.high)
+        out.gold.append(ig.mean_difference)
+        out.gold_low.append(ig.low)
+        out.gold_high.append(ig.high)
+    return out
+
+
+@dataclass(frozen=True)
+class RunCurves:
+    """Proxy and gold curves of a small run, read from its ledger (complete lines only)."""
+
+    run: str  # the run directory
+    algorithm: str
+    eval_steps: list[int]  # steps of the eval records
+    gold: list[float]  # eval/accuracy: the task's verifier, greedy on held-out prompts
+    proxy: list[float]  # eval/proxy_reward: mean reward-model score of the same completions (nan where absent)
+    eval_d: list[float]  # √KL from the step record at the same step, where logged (nan otherwise)
+    steps: list[int]  # steps of the step records
+    reward: list[float]  # the reward trained on (the proxy, with a reward model)
+    reward_verifier: list[float]  # reward/verifier on the same samples (nan where absent)
+    kl: list[float]  # the step's logged KL to the reference (nan where absent)
+
+    @property
+    def has_proxy(self) -> bool:
+        """True when at least one eval record carries eval/proxy_reward."""
+        return any(v == v for v in self.proxy)
+
+    @property
+    def d(self) -> list[float]:
+        """√KL per step record (nan where absent; a slightly negative k3 estimate counts as 0)."""
+        return [math.sqrt(max(k, 0.0)) if k == k else float("nan") for k in self.kl]
+
+    def gao_fit(self, form: GaoForm = "rl") -> tuple[list[float], list[float], float, float, list[float]]:
+        """Gao et al.'s form fitted to the measured gold accuracy against √KL [Gao et al. 2022, §3, eq. 2 for RL]:
+        ``(d, gold, α, β, fitted gold)`` over the eval records whose step logged a KL. The gain is measured from the
+        first such record's gold accuracy. Raises ``ValueError`` when fewer than two records with d > 0 have a KL."""
+        pts = [(d, g) for d, g in zip(self.eval_d, self.gold) if d == d and g == g]
+        if len(pts) < 3:
+            raise ValueError(f"run_dir: {self.run} logged a KL at {len(pts)} evaluations; Gao's fit needs at least 3 "
+                             f"(train with a KL penalty, --kl-beta > 0, so that KL is logged)")
+        d, gold = [p[0] for p in pts], [p[1] for p in pts]
+        alpha, beta = fit_gao(d, [g - gold[0] for g in gold], form)
+        fitted = [gold[0] + v for v in gao_gold_score(d, alpha, beta, form).tolist()]
+        return d, gold, alpha, beta, fitted
+
+
+def _ledger_number(rec: dict, key: str) -> float:
+    v = rec.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return float("nan")
+    return float(v)
+
+
+def run_curves(run_dir: str) -> RunCurves:
+    """Steps, proxy reward and gold accuracy of a small run (``lab.smallrun``) from its ledger.
+
+    Eval records give ``eval/accuracy`` (gold) and ``eval/proxy_reward`` (proxy); step records give ``reward``,
+    ``reward/verifier`` and ``kl`` where logged. Only complete lines are read (a run still writing its last line
+    is fine). ``run_dir`` must be a lab run directory with a ledger.
+    """
+    from pathlib import Path
+
+    from lab.smallrun.rundir import LEDGER, ChainLedger, RunDir
+
+    if not isinstance(run_dir, (str, Path)):
+        raise ValueError(f"run_dir must be a path; got {type(run_dir).__name__}")
+    path = Path(run_dir)
+    if not path.is_dir() or not RunDir.is_lab_run(path):
+        raise ValueError(f"run_dir: {path} is not a lab run directory (no .lab-run marker)")
+    if not (path / LEDGER).is_file():
+        raise ValueError(f"run_dir: {path} has no {LEDGER}")
+    records, _ = ChainLedger(path / LEDGER).read()
+    config = next((r.get("config", {}) for r in records if r.get("type") == "config"), {})
+    steps_rec = [r for r in records if r.get("type") == "step" and isinstance(r.get("step"), int)]
+    evals = [r for r in records if r.get("type") == "eval" and isinstance(r.get("step"), int)]
+    kl_at = {r["step"]: _ledger_number(r, "kl") for r in steps_rec}
+    eval_kl = [kl_at.get(r["step"], 0.0 if r["step"] == 0 else float("nan")) for r in evals]  # step 0 is the start: KL 0
+    return RunCurves(
+        run=str(path), algorithm=str(config.get("algorithm", "")),
+        eval_steps=[r["step"] for r in evals],
+        gold=[_ledger_number(r, "eval/accuracy") for r in evals],
+        proxy=[_ledger_number(r, "eval/proxy_reward") for r in evals],
+        eval_d=[math.sqrt(max(k, 0.0)) if k == k else float("nan") for k in eval_kl],
+        steps=[r["step"] for r in steps_rec],
+        reward=[_ledger_number(r, "reward") for r in steps_rec],
+        reward_verifier=[_ledger_number(r, "reward/verifier") for r in steps_rec],
+        kl=[_ledger_number(r, "kl") for r in steps_rec],
+    )
+
+
+def proxy_runs(runs_dir: str) -> list[str]:
+    """Names of the runs under ``runs_dir`` whose ledger's eval records carry ``eval/proxy_reward`` (trained
+    against a reward model), sorted. A missing ``runs_dir`` has none."""
+    from pathlib import Path
+
+    if not isinstance(runs_dir, (str, Path)):
+        raise ValueError(f"runs_dir must be a path; got {type(runs_dir).__name__}")
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    out = []
+    for p in sorted(root.iterdir()):
+        try:
+            if (p / "ledger.jsonl").is_file() and run_curves(str(p)).has_proxy:
+                out.append(p.name)
+        except ValueError:  # not a lab run, or a ledger line that is not JSON: not listed
+            continue
+    return out

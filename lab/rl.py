@@ -55,6 +55,12 @@ def advantage_from_baseline(returns: TensorLike, baseline: TensorLike) -> torch.
     g, b = broadcast_pair(as_tensor(returns, "returns"), as_tensor(baseline, "baseline"), "returns", "baseline")
     check_finite(g, "returns")
     check_finite(b, "baseline")
+    return _advantage_from_baseline(g, b)
+
+
+def _advantage_from_baseline(g: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
+    """The unchecked core of :func:`advantage_from_baseline` for finite returns and a finite baseline that
+    broadcasts against them (a 0-dim tensor or a float for one baseline per batch)."""
     return g - b
 
 
@@ -106,10 +112,20 @@ def likelihood_ratio(logp: TensorLike, behavior_logp: TensorLike) -> torch.Tenso
     log-probability is treated as a constant (no gradient flows into it).
     """
     lp, blp = broadcast_pair(as_logprobs(logp, "logp"), as_logprobs(behavior_logp, "behavior_logp"), "logp", "behavior_logp")
-    rho = torch.exp(lp - blp.detach())
+    rho = _likelihood_ratio(lp, blp)
     if not bool(torch.isfinite(rho.detach()).all()):
         raise ValueError("logp - behavior_logp is so large that the ratio exp(logp - behavior_logp) overflows the dtype")
     return rho
+
+
+def _likelihood_ratio(lp: torch.Tensor, blp: torch.Tensor) -> torch.Tensor:
+    """The unchecked core of :func:`likelihood_ratio`: exp(lp − blp), no gradient into ``blp``.
+
+    For callers that have already validated both inputs (finite, <= 0, same shape and dtype), e.g. a
+    trainer that checks once per step what stays fixed and once per epoch what moves. The caller must
+    still reject an infinite result (the public function's overflow check).
+    """
+    return torch.exp(lp - blp.detach())
 
 
 def policy_gradient_surrogate(logp: TensorLike, advantages: TensorLike, mask: TensorLike | None = None) -> torch.Tensor:
@@ -126,4 +142,52 @@ def policy_gradient_surrogate(logp: TensorLike, advantages: TensorLike, mask: Te
     active = m > 0
     check_active(lp, active, "logp", logprob=True)
     check_active(adv, active, "advantages")
-    return (active_values(lp, active) * active_values(adv, active).detach()).sum() / m.sum()
+    return _policy_gradient_surrogate(lp, adv, active, m.sum())
+
+
+def _policy_gradient_surrogate(
+    lp: torch.Tensor, adv: torch.Tensor, active: torch.Tensor | None, n_active: torch.Tensor
+) -> torch.Tensor:
+    """The unchecked core of :func:`policy_gradient_surrogate` for validated inputs of one shape (..., T).
+
+    ``active`` (bool, that shape) selects the decisions, ``n_active`` is their number (``mask.sum()``).
+    Masked positions are replaced before the product, so they reach neither value nor gradient.
+    ``active=None`` declares every position active: selecting everything changes no value and no gradient,
+    so the selection is skipped.
+    """
+    if active is None:
+        return (lp * adv.detach()).sum() / n_active
+    return (active_values(lp, active) * active_values(adv, active).detach()).sum() / n_active
+
+
+def explained_variance(
+    values: TensorLike, returns: TensorLike, mask: TensorLike | None = None, if_constant: float = float("nan")
+) -> float:
+    """Explained variance of the value predictions, 1 − Var[Ĝ − V] / Var[Ĝ], over the active positions [ftip-003E].
+
+    The value-function diagnostic of PPO code (CleanRL's ``losses/explained_variance``): 1 means V predicts
+    the returns exactly, 0 means no better than their mean, negative means worse than the mean.
+    ``values`` V(H_t) and ``returns`` Ĝ_t (the λ-returns that serve as value targets, e.g. from :func:`gae`)
+    have the same shape; ``mask`` (same shape, bool or 0/1; default all active) selects the positions.
+    Masked positions may hold anything (fillers, ±inf, NaN). Both variances use the same divisor, so the
+    ratio does not depend on it. When the active returns have zero spread (max == min, an exact test: equal
+    floats need not give a variance of exactly 0) the ratio is undefined and ``if_constant`` is returned
+    (default NaN, as CleanRL; pass 0.0 for a plot that must stay finite).
+    """
+    v = as_tensor(values, "values", allow_nan=True).detach()
+    g = as_tensor(returns, "returns", allow_nan=True).detach()
+    check_same_shape(v, g, "values", "returns")
+    if g.numel() == 0:
+        raise ValueError("returns must not be empty")
+    if_constant = as_float(if_constant, "if_constant")
+    m = as_mask(mask, g, "mask")
+    active = m > 0
+    check_active(v, active, "values")
+    check_active(g, active, "returns")
+    v, g = v.to(torch.float64)[active], g.to(torch.float64)[active]  # (N,) active positions, float64 sums
+    if bool(g.max() == g.min()):
+        return if_constant
+    var_g = ((g - g.mean()) ** 2).mean()
+    resid = g - v
+    var_r = ((resid - resid.mean()) ** 2).mean()
+    return float(1.0 - var_r / var_g)

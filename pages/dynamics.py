@@ -152,10 +152,9 @@ def _policy(s: dict):
     return P.dpo_three_outcome_bandit()
 
 
-# cache_resource, not cache_data: a run holds hundreds of small tensors, and unpickling a copy on every rerun
-# costs more than the page's drawing. The page only reads the runs.
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _runs(spec: str) -> dict:
+def _run_keys(spec: str) -> dict[str, str]:
+    """Each shown objective's cache key: exactly what its run depends on. The seed only where the run samples
+    (exact mode and DPO draw nothing), so a new seed retrains only the sampled runs."""
     s = json.loads(spec)
     out = {}
     for name in s["variants"]:
@@ -168,14 +167,17 @@ def _runs(spec: str) -> dict:
         if objective in ("dpo", "kl_regularized"):
             conv["beta"] = s["beta"]
         conv.update(fixed)
-        out[name] = _run(json.dumps(dict(name=name, policy={k: s[k] for k in POLICY_FIELDS}, steps=s["steps"], lr=s["lr"],
-                                         seed=s["seed"], exact=s["exact"], conv=conv), sort_keys=True))
+        seed = s["seed"] if P.draws_samples(objective, bool(s["exact"])) else 0
+        out[name] = json.dumps(dict(name=name, policy={k: s[k] for k in POLICY_FIELDS}, steps=s["steps"], lr=s["lr"],
+                                    seed=seed, exact=s["exact"], conv=conv), sort_keys=True)
     return out
 
 
 POLICY_FIELDS = ("policy", "rewards", "init", "chosen", "rejected", "task", "vocab", "length")
 
 
+# cache_resource, not cache_data: a run holds hundreds of small tensors, and unpickling a copy on every rerun
+# costs more than the page's drawing. The page only reads the runs.
 @st.cache_resource(max_entries=192, show_spinner=False)
 def _run(key: str):
     """One objective's run, cached by exactly what it depends on: adding an objective, or changing another
@@ -199,7 +201,8 @@ with shows_errors(policy_box):
     with shows_errors(conv_box):
         if not variants:
             raise ValueError("objectives: choose at least one")
-        runs = _runs(json.dumps(setup, sort_keys=True))
+        run_keys = _run_keys(json.dumps(setup, sort_keys=True))
+        runs = {name: _run(key) for name, key in run_keys.items()}
 
 preset = P.PRESETS.get(setup["preset"])
 show = runs is not None
@@ -220,10 +223,10 @@ def _fig(title: str, x_title: str, y_title: str, data: list, height: int = 300, 
     return go.Figure(data=data, layout={**base, **layout})
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _bars_figure(spec: str, name: str) -> go.Figure:
-    """The animated bars of one run, built once per setup (plotly validates frames and slider steps slowly)."""
-    run = _runs(spec)[name]
+@st.cache_resource(max_entries=192, show_spinner=False)
+def _bars_figure(key: str) -> go.Figure:
+    """The animated bars of one run, built once per run (plotly validates frames and slider steps slowly)."""
+    run, name = _run(key), json.loads(key)["name"]
     T = run.steps
     stride = max(1, T // 30)
     idx = list(range(0, T + 1, stride)) + ([T] if T % stride else [])
@@ -246,25 +249,41 @@ def _bars_figure(spec: str, name: str) -> go.Figure:
     return fig
 
 
+@st.cache_resource(max_entries=192, show_spinner=False)
+def _simplex_figure(key: str) -> go.Figure:
+    """The K = 3 simplex trajectory of one run, built once per run."""
+    run = _run(key)
+    pr = run.probs
+    return go.Figure(
+        data=[dict(type="scatterternary", a=pr[:, 0].tolist(), b=pr[:, 1].tolist(), c=pr[:, 2].tolist(),
+                   mode="lines+markers", marker=dict(size=3), name="trajectory"),
+              dict(type="scatterternary", a=[float(pr[0, 0])], b=[float(pr[0, 1])], c=[float(pr[0, 2])],
+                   mode="markers", marker=dict(size=10, color="gray"), name="start")],
+        layout=dict(title="simplex trajectory", height=300, margin=dict(l=30, r=30, t=50, b=30),
+                    ternary=dict(aaxis_title=run.labels[0], baxis_title=run.labels[1], caxis_title=run.labels[2])))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _curves_figures(keys: str) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """Loss, KL and gradient norm per step of the shown runs (``keys``: JSON list of run keys), built once per set."""
+    shown = [(json.loads(k)["name"], _run(k)) for k in json.loads(keys)]
+    # a third of the page is too narrow for a legend of up to three objectives above the plot (it covers the title)
+    below = dict(height=360, legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+                 margin=dict(l=40, r=20, t=50, b=40))
+    return (_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in shown], **below),
+            _fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in shown], **below),
+            _fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in shown], **below))
+
+
 if show:
-    spec = json.dumps(setup, sort_keys=True)
     cols = st.columns(len(runs))
     for col, (name, run) in zip(cols, runs.items()):
         with col:
             st.markdown(f"**{name}**")
             T = run.steps
-            fig = _bars_figure(spec, name)
-            st.plotly_chart(fig, width="stretch", key=f"dyn_bars_{name}")
+            st.plotly_chart(_bars_figure(run_keys[name]), width="stretch", key=f"dyn_bars_{name}")
             if len(run.labels) == 3:
-                pr = run.probs
-                tern = go.Figure(
-                    data=[dict(type="scatterternary", a=pr[:, 0].tolist(), b=pr[:, 1].tolist(), c=pr[:, 2].tolist(),
-                               mode="lines+markers", marker=dict(size=3), name="trajectory"),
-                          dict(type="scatterternary", a=[float(pr[0, 0])], b=[float(pr[0, 1])], c=[float(pr[0, 2])],
-                               mode="markers", marker=dict(size=10, color="gray"), name="start")],
-                    layout=dict(title="simplex trajectory", height=300, margin=dict(l=30, r=30, t=50, b=30),
-                                ternary=dict(aaxis_title=run.labels[0], baxis_title=run.labels[1], caxis_title=run.labels[2])))
-                st.plotly_chart(tern, width="stretch", key=f"dyn_simplex_{name}")
+                st.plotly_chart(_simplex_figure(run_keys[name]), width="stretch", key=f"dyn_simplex_{name}")
             m1, m2 = st.columns(2)
             m1.metric("E[r] at end", f"{float(run.expected_reward[-1]):.3f}",
                       delta=f"{float(run.expected_reward[-1] - run.expected_reward[0]):+.3f} from start", delta_color="off")
@@ -285,15 +304,10 @@ if show:
                 st.plotly_chart(rf, width="stretch", key=f"dyn_ratio_{name}")
 
     a, b, c = st.columns(3)
-    # a third of the page is too narrow for a legend of up to three objectives above the plot (it covers the title)
-    below = dict(height=360, legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
-                 margin=dict(l=40, r=20, t=50, b=40))
-    a.plotly_chart(_fig("loss per step", "step", "loss", [dict(type="scatter", y=r.loss.tolist(), name=n) for n, r in runs.items()], **below),
-                   width="stretch", key="dyn_loss")
-    b.plotly_chart(_fig("KL(π ‖ π_ref) per step", "step", "nats", [dict(type="scatter", y=r.kl.tolist(), name=n) for n, r in runs.items()], **below),
-                   width="stretch", key="dyn_kl")
-    c.plotly_chart(_fig("gradient norm per step", "step", "‖∇θ‖", [dict(type="scatter", y=r.grad_norm.tolist(), name=n) for n, r in runs.items()], **below),
-                   width="stretch", key="dyn_grad")
+    loss_fig, kl_fig, grad_fig = _curves_figures(json.dumps(list(run_keys.values())))
+    a.plotly_chart(loss_fig, width="stretch", key="dyn_loss")
+    b.plotly_chart(kl_fig, width="stretch", key="dyn_kl")
+    c.plotly_chart(grad_fig, width="stretch", key="dyn_grad")
 
     if any(P.VARIANTS[n][0] in ("grpo", "rloo") for n in runs) and setup["policy"] == "sequence":
         lengths = list(range(1, int(setup["length"]) + 1))

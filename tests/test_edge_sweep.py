@@ -1310,3 +1310,77 @@ def spec_kl_estimators():
 
 
 SPECS["lab.kl.estimators"] = spec_kl_estimators
+
+
+# ---------------------------------------------------------------- lab.rl.explained_variance, lab.ppo.ppo_advantages (issue 12, ppo)
+
+
+def ref_explained_variance(values, returns, mask=None, if_constant=NAN):
+    m = mask if mask is not None else [1] * len(returns)
+    v = [float(x) for x, k in zip(values, m) if k]
+    g = [float(x) for x, k in zip(returns, m) if k]
+    if max(g) == min(g):
+        return if_constant
+    mean = lambda xs: math.fsum(xs) / len(xs)
+    var = lambda xs: math.fsum((x - mean(xs)) ** 2 for x in xs) / len(xs)
+    return 1.0 - var([a - b for a, b in zip(g, v)]) / var(g)
+
+
+def ref_ppo_advantages(scores, logp, ref_logp, values, mask, kl_coef=0.05, gamma=1.0, lam=0.95, whiten=True, ddof=1, eps=1e-8):
+    R, A, G = [], [], []
+    for s, lp, rlp, v, m in zip(scores, logp, ref_logp, values, mask):
+        last = max(t for t, k in enumerate(m) if k)
+        r = [(-kl_coef * (a - b) if k else 0.0) for a, b, k in zip(lp, rlp, m)]
+        r[last] += float(s)
+        vv = [float(x) if k else 0.0 for x, k in zip(v, m)]
+        adv, _ = ref_gae(r, vv, gamma, lam)
+        adv = [a if k else 0.0 for a, k in zip(adv, m)]
+        R.append(r)
+        A.append(adv)
+        G.append([(a + x) if k else 0.0 for a, x, k in zip(adv, vv, m)])
+    if whiten:
+        act = [a for row, mr in zip(A, mask) for a, k in zip(row, mr) if k]
+        if max(act) == min(act):
+            A = [[0.0] * len(row) for row in A]
+        else:
+            mu = math.fsum(act) / len(act)
+            var = math.fsum((a - mu) ** 2 for a in act) / (len(act) - ddof)
+            A = [[((a - mu) / math.sqrt(var + eps)) if k else 0.0 for a, k in zip(row, mr)] for row, mr in zip(A, mask)]
+    return (R, A, G)
+
+
+def spec_rmppo():
+    v, g = [0.1, 0.5, -0.2, 0.9], [0.0, 1.0, 0.0, 2.0]
+    out = numeric("lab.rl.explained_variance", {"values": v, "returns": g, "mask": [1, 1, 0, 1]}, ref_explained_variance,
+                  ("values", "returns"), mask="mask", maskable=("values", "returns"), ints={"returns": [0, 1, 1, 2]})
+    out += numeric("lab.rl.explained_variance", {"values": v, "returns": g}, ref_explained_variance, ("values", "returns"))
+    for noise in NOISE:  # near-constant returns: a finite number (never NaN); exactly constant: if_constant
+        b = {"values": [0.5, 0.5, 0.5], "returns": [0.5, 0.5 + noise, 0.5 - noise], "if_constant": 0.0}
+        out.append(Case("lab.rl.explained_variance", f"near-constant {noise}", b, ref_explained_variance(**b), rtol=1e-6, atol=1e-6))
+    out += [Case("lab.rl.explained_variance", "constant returns", {"values": v, "returns": [1.0] * 4, "if_constant": 0.0}, 0.0),
+            Case("lab.rl.explained_variance", "perfect", {"values": g, "returns": g}, 1.0),
+            Case("lab.rl.explained_variance", "if_constant text", {"values": v, "returns": g, "if_constant": "x"}, Raises(("if_constant",)))]
+    lp = [[-1.0, -0.5, -2.0], [-0.3, -0.7, -1.1]]
+    rlp = [[-1.2, -0.4, -2.0], [-0.3, -0.9, -1.0]]
+    base = {"scores": [1.0, 0.0], "logp": lp, "ref_logp": rlp, "values": [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]],
+            "mask": [[1, 1, 0], [1, 1, 1]], "kl_coef": 0.1, "gamma": 1.0, "lam": 0.95}
+    for whiten in (True, False):
+        out += numeric("lab.ppo.ppo_advantages", dict(base, whiten=whiten), ref_ppo_advantages, ("scores", "logp", "ref_logp", "values"),
+                       mask="mask", maskable=("logp", "ref_logp", "values"), ints={"scores": [1, 0]}, mismatch=("logp", "values"))
+    for extra in ({"kl_coef": 0.0}, {"gamma": 0.9, "lam": 0.0}, {"lam": 1.0, "ddof": 0}):
+        b = dict(base, **extra)
+        out.append(Case("lab.ppo.ppo_advantages", f"{extra}", b, ref_ppo_advantages(**b)))
+    for noise in NOISE:  # near-equal advantages everywhere: whitening stays finite
+        b = dict(base, scores=[0.5, 0.5 + noise], kl_coef=0.0, values=[[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]])
+        out.append(Case("lab.ppo.ppo_advantages", f"near-constant {noise}", b, lambda got: not has_nan(got)))
+    out += [Case("lab.ppo.ppo_advantages", "kl_coef < 0", dict(base, kl_coef=-0.1), Raises(("kl_coef",))),
+            Case("lab.ppo.ppo_advantages", "lam 2", dict(base, lam=2.0), Raises(("lam",))),
+            Case("lab.ppo.ppo_advantages", "hole in mask", dict(base, mask=[[1, 0, 1], [1, 1, 1]]), Raises(("mask",))),
+            Case("lab.ppo.ppo_advantages", "empty row", dict(base, mask=[[0, 0, 0], [1, 1, 1]]), Raises(("mask",))),
+            Case("lab.ppo.ppo_advantages", "whiten text", dict(base, whiten="yes"), Raises(("whiten",))),
+            Case("lab.ppo.ppo_advantages", "1-D logp", dict(base, logp=[-1.0, -2.0]), Raises(("logp",))),
+            Case("lab.ppo.ppo_advantages", "scores shape", dict(base, scores=[1.0, 0.0, 2.0]), Raises(("scores",)))]
+    return out
+
+
+SPECS["lab.rmppo"] = spec_rmppo
