@@ -13,6 +13,7 @@ Claims (name: configuration → what is measured):
 - ``grpo-default``: ``python -m lab.smallrun grpo`` (100 base SFT steps + 200 GRPO steps) → held-out exact
   match before → after GRPO, and the mean training reward over steps 1–10, 91–100 and 191–200.
 - ``dpo-default``: ``python -m lab.smallrun dpo`` → held-out preference accuracy and mean implicit margin.
+- ``rloo-default``: ``python -m lab.smallrun rloo`` (100 base SFT steps + 300 RLOO steps) → as grpo-default.
 - ``test-sft``, ``test-dpo``: the configurations of tests/test_smallrun.py's learning tests (the GRPO test trains
   ``grpo-default``); ``grpo-short-lr1e-3``: the former GRPO test config (100 GRPO steps at lr 1e-3), which
   gained +1 point on one seed and so made a poor test.
@@ -28,6 +29,22 @@ Measured on 2026-11-30 on the project's 2-core CPU (seeds 0–4, held-out exact 
 - test-sft (120 steps): 0% -> 40–94% (mean 66%). test-dpo (60 steps, 256 pairs): preference accuracy gain +5.2 to
   +12 points, margin 0.147–0.451.
 - grpo-short-lr1e-3 (the former GRPO test config): gain +1.0 to +20.0 points (20.0, 16.0, 1.0, 17.5, 9.5).
+- rloo-default (measured 2026-12-01, CPU shared with other jobs): with 200 steps, 44.5 / 58.0 / 24.0 / 26.5 / 35.5% ->
+  71.0 / 98.5 / 46.5 / 50.0 / 50.0%, gain +26.5 / +40.5 / +22.5 / +23.5 / +14.5 points; lr 6e-4 (seeds 4, 2: +22.0,
+  +15.5) and 1e-3 (+12.0, +0.5) did worse; the default is now 300 steps: gain +26.5 / +42.0 / +32.5 / +41.0 / +23.5
+  (seeds 0–4; min +23.5, mean +33.1), measured with tmp script runs evaluating only at the start and end.
+- ``rm-default``, ``ppo-default`` (issue 12): ``python -m lab.smallrun rm`` / ``ppo`` → held-out preference accuracy
+  of the reward model; held-out exact match of the PPO policy, its training reward and the value model's explained
+  variance. ``ppo-vs-grpo-time``: the default GRPO run, then the default PPO run, per seed; prints PPO's result and
+  ``wall_ratio`` = PPO's wall time / GRPO's (both include their base SFT stage).
+- rm and ppo, measured 2026-12-01 on the 2-core CPU while other jobs ran (load average 8–10), seeds 0–2. rm (100 base
+  SFT steps, pairs from 4096 prompts × ≤ 8, 1000 steps at lr 1e-3, 64 pairs per step; runs started from the stored
+  base stage with --model, which trains identically): held-out preference accuracy 52.0 / 52.0 / 52.1% -> 90.0 / 93.0
+  / 89.7%; the curve is noisy (seed 2: 84.8% at step 800, 90.3% at 900). ppo-vs-grpo-time (the
+  default runs, each with its base stage): PPO 44.5 / 58.0 / 24.0% -> 71.5 / 97.5 / 54.5%, gain +27.0 / +39.5 /
+  +30.5 points (GRPO in the same session: +26.0 / +41.0 / +24.5); wall_ratio 2.23 / 1.45 / 1.08 (the load changed
+  between the two runs of a seed); per step, interleaved in one process, a PPO step costs 4.1 GRPO steps, so PPO's
+  100 steps cost 2.05× GRPO's 200 before the shared base stage and evaluations.
 """
 
 from __future__ import annotations
@@ -53,6 +70,7 @@ def claims() -> dict:
         "sft-default": lambda s: RunConfig(algorithm="sft", seed=s),
         "grpo-default": lambda s: RunConfig(algorithm="grpo", seed=s),
         "dpo-default": lambda s: RunConfig(algorithm="dpo", seed=s),
+        "rloo-default": lambda s: RunConfig(algorithm="rloo", seed=s),
         # the configurations tests/test_smallrun.py trains (kept in step with the tests)
         "test-sft": lambda s: RunConfig(algorithm="sft", steps=120, eval_every=120, eval_size=100, save_every=1000, seed=s),
         # test_grpo_raises_heldout_accuracy trains grpo-default (evaluation draws no random numbers, so evaluating
@@ -61,11 +79,21 @@ def claims() -> dict:
                                                  save_every=1000, seed=s, lr=1e-3, epsilon_high=0.28),
         "test-dpo": lambda s: RunConfig(algorithm="dpo", steps=60, base_steps=100, dpo_pairs=256, eval_every=60, eval_size=100,
                                         save_every=1000, seed=s),
+        # the RLHF pipeline (issue 12): a reward model, and PPO with a value model
+        "rm-default": lambda s: RunConfig(algorithm="rm", seed=s),
+        "ppo-default": lambda s: RunConfig(algorithm="ppo", seed=s),
+        # PPO against GRPO's wall time: both default runs per seed, one after the other (same machine, same minute)
+        "ppo-vs-grpo-time": lambda s: (RunConfig(algorithm="grpo", seed=s), RunConfig(algorithm="ppo", seed=s)),
     }
 
 
 def measure(name: str, cfg) -> dict:
     from lab.smallrun import SmallRun
+
+    if isinstance(cfg, tuple):  # (reference, candidate): the candidate's result and its wall time over the reference's
+        ref, out = measure(name, cfg[0]), measure(name, cfg[1])
+        return {**out, "reference_wall_s": ref["wall_s"], "wall_ratio": out["wall_s"] / ref["wall_s"],
+                "reference_gain": ref["gain"]}
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
@@ -77,7 +105,7 @@ def measure(name: str, cfg) -> dict:
     out = {"claim": name, "seed": cfg.seed, "before": s["before"], "after": s["after"], "gain": s["after"] - s["before"], "wall_s": wall}
     if cfg.algorithm == "sft" and 150 in evals:
         out["at_150"] = evals[150]["eval/accuracy"]
-    if cfg.algorithm == "grpo":
+    if cfg.algorithm in ("grpo", "rloo"):
         mean = lambda a, b: statistics.fmean(h["reward"] for h in steps[a - 1 : b])
         out["reward_1_10"] = mean(1, 10)
         if len(steps) >= 100:
@@ -86,6 +114,12 @@ def measure(name: str, cfg) -> dict:
             out["reward_191_200"] = mean(191, 200)
         if 50 in evals:
             out["at_50"] = evals[50]["eval/accuracy"]
+    if cfg.algorithm == "ppo":
+        out["reward_1_10"] = statistics.fmean(h["reward"] for h in steps[:10])
+        out["reward_last_10"] = statistics.fmean(h["reward"] for h in steps[-10:])
+        out["explained_variance_last_10"] = statistics.fmean(h["val/explained_variance"] for h in steps[-10:])
+    if cfg.algorithm == "rm":
+        out["margin_after"] = s["margin_after"]
     if cfg.algorithm == "dpo":
         out["margin_after"] = s["margin_after"]
         out["exact_before"], out["exact_after"] = s["accuracy_before"], s["accuracy_after"]

@@ -3,32 +3,38 @@
 import os
 import time
 from pathlib import Path
+from typing import Optional
 
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
 from lab.smallrun import TASKS, RunConfig, pick_device
-from lab.smallrun.config import ALGORITHM_DEFAULTS
+from lab.smallrun.config import ALGORITHM_DEFAULTS, ALGORITHMS
+from lab.smallrun.evaluate import list_checkpoints
+from labui.configform import algorithm_options
 from lab.smallrun.data import validate_lines
 from lab.misconceptions import diagnose, history_from_events
-from lab.smallrun.live import get_run, read_ledger_metrics, start_run, store_upload
+from lab.smallrun.live import find_live_runs, ledger_summary, rlhf_pipeline, stage_finished, start_pipeline, read_ledger_metrics, read_status, request_stop, start_run, store_upload
+from lab.smallrun.rundir import MARKER
+from lab.smallrun.worker import STATUS
 from labui.cards import show_cards
 from labui.share import plain
 from lab.smallrun.rundir import run_path
-from labui import figure, header, route_through_app, shows_errors
+from labui import header, route_through_app, shows_errors
+from labui.runcharts import draw_charts, metric_frame, show_samples, stage_summary
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
 RUNS = Path(os.environ.get("LAB_RUNS_DIR", "runs"))
 header(
     "Small runs",
-    "ftip-006Q (a fine-tuning run), ftip-002F, ftip-003R, ftip-004E",
-    "Ouyang et al. 2022, §3.5; Rafailov et al. 2023, §4; Shao et al. 2024, §4.1",
+    "ftip-006Q (a fine-tuning run), ftip-002F, ftip-002R, ftip-003A, ftip-003E, ftip-003R, ftip-004E",
+    "Ouyang et al. 2022, §3.5; Rafailov et al. 2023, §4; Shao et al. 2024, §4.1; Ahmadian et al. 2024, §3.2; Schulman et al. 2017",
     "Train a real tiny GPT-2 with the library's own losses and watch it learn. SFT imitates demonstrations; "
-    "DPO learns from verifier-built preference pairs; GRPO samples groups and reinforces the verified-correct "
-    "answers. Training runs in the background: the page stays usable, **Stop** leaves a resumable checkpoint, "
+    "a reward model (rm) learns to rank verifier-built preference pairs; DPO learns from such pairs directly; "
+    "GRPO and RLOO sample groups and reinforce the verified-correct answers; PPO adds a value model, GAE and a KL "
+    "penalty, against the verifier or a learned reward model. Training runs in its own process: the page only reads "
+    "its progress and stays usable, **Stop** leaves a resumable checkpoint, "
     "and **Resume** continues exactly where it stopped.",
 )
 
@@ -37,35 +43,44 @@ badge = f"GPU · {torch.cuda.get_device_name(0)}" if dev.type == "cuda" else ("A
 st.markdown(f"**Device:** `{badge}`")
 
 # ------------------------------------------------------------------ controls
-for k, v in {"sr_algo": "grpo", "sr_task": "reversal", "sr_size": "small", "sr_model": "", "sr_steps": 0, "sr_lr": 0.0,
-             "sr_beta": 0.1, "sr_eps": 0.2, "sr_eps_high": 0.2, "sr_group": 8, "sr_scale": "group", "sr_loss": "dapo", "sr_kl": 0.0,
-             "sr_base": 100, "sr_eval_every": 25, "sr_eval_size": 200, "sr_seed": 0, "sr_paste": "", "sr_batch": 0}.items():
+RUNNING = ("starting", "running", "stopping")
+if not st.session_state.get("sr_current"):  # a reload, a new tab or a restarted server: show the run that is training
+    live_runs = find_live_runs(RUNS)
+    if live_runs:
+        st.session_state["sr_current"] = str(live_runs[0][0])
+
+
+def _use_algorithm_defaults() -> None:
+    """Steps, learning rate and batch size start at the chosen algorithm's own defaults (``ALGORITHM_DEFAULTS``)."""
+    d = ALGORITHM_DEFAULTS[st.session_state["sr_algo"]]
+    st.session_state.update(sr_steps=int(d["steps"]), sr_lr=float(d["lr"]), sr_batch=int(d["batch_size"]))
+
+
+for k, v in {"sr_algo": "grpo", "sr_task": "reversal", "sr_size": "small", "sr_model": "", "sr_eval_every": 25, "sr_eval_size": 200,
+             "sr_seed": 0, "sr_paste": ""}.items():
     st.session_state.setdefault(k, v)
+if "sr_steps" not in st.session_state:
+    _use_algorithm_defaults()
 
 c1, c2, c3 = st.columns(3)
-algo = c1.selectbox("algorithm", ["sft", "dpo", "grpo"], key="sr_algo")
+algo = c1.selectbox("algorithm", list(ALGORITHMS), key="sr_algo", on_change=_use_algorithm_defaults,
+                    help="Changing it puts steps, learning rate and batch size at the new algorithm's defaults.")
 task = c1.selectbox("task (supplies the verifier and held-out prompts)", list(TASKS), key="sr_task")
 size = c2.selectbox("model size (fresh GPT-2)", ["tiny", "small", "medium"], key="sr_size")
 model_path = c2.text_input("…or a local checkpoint directory to start from", key="sr_model", placeholder="runs/sft/final")
 d = ALGORITHM_DEFAULTS[algo]
-steps = c3.number_input(f"steps (0 = default {d['steps']})", 0, 100_000, key="sr_steps")
-lr = c3.number_input(f"learning rate (0 = default {d['lr']:g})", 0.0, 1.0, format="%.5f", key="sr_lr")
-batch = c3.number_input(f"batch size (0 = default {d['batch_size']})", 0, 4096, key="sr_batch")
-k1, k2, k3, k4 = st.columns(4)
-beta = k1.number_input("DPO β", 0.001, 10.0, key="sr_beta", disabled=algo != "dpo")
-eps = k2.number_input("ε (clip)", 0.01, 0.99, key="sr_eps", disabled=algo != "grpo")
-eps_high = k2.number_input("ε_high (clip-higher)", 0.01, 2.0, key="sr_eps_high", disabled=algo != "grpo")
-group = k3.number_input("group size", 2, 64, key="sr_group", disabled=algo != "grpo")
-scale = k3.selectbox("advantage scale", ["group", "batch", "none"], key="sr_scale", disabled=algo != "grpo")
-loss_type = k4.selectbox("loss type", ["grpo", "bnpo", "dr_grpo", "dapo"], key="sr_loss", disabled=algo != "grpo")
-kl = k4.number_input("KL coefficient β (k3 to the start)", 0.0, 1.0, key="sr_kl", disabled=algo != "grpo")
-with st.expander("More: base stage, evaluation, seed, your own data"):
-    a1, a2, a3, a4 = st.columns(4)
-    base_steps = a1.number_input("base SFT steps (DPO/GRPO without a checkpoint)", 1, 10_000, key="sr_base")
+steps = c3.number_input(f"steps ({algo} default: {d['steps']})", 1, 100_000, key="sr_steps")
+lr = c3.number_input(f"learning rate ({algo} default: {d['lr']:g})", 1e-6, 1.0, step=1e-5, format="%.6f", key="sr_lr")
+batch = c3.number_input(f"batch size ({algo} default: {d['batch_size']})", 1, 4096, key="sr_batch")
+st.markdown(f"**{algo} options** — {ALGORITHMS[algo]['description']} (hover an option for its description)")
+rm_dirs = [c.path for c in list_checkpoints(RUNS) if c.algorithm == "rm" and c.label == "final"] if RUNS.exists() else []
+options = algorithm_options(algo, reward_models=rm_dirs)  # generated from RunConfig: the CLI's flags, the same defaults
+with st.expander("More: evaluation, seed, your own data"):
+    a2, a3, a4 = st.columns(3)
     eval_every = a2.number_input("evaluate every", 1, 10_000, key="sr_eval_every")
     eval_size = a3.number_input("held-out prompts", 5, 2000, key="sr_eval_size")
     seed = a4.number_input("seed", 0, 1_000_000, key="sr_seed")
-    kind = {"sft": "sft", "dpo": "preference", "grpo": "rl"}[algo]
+    kind = ALGORITHMS[algo]["data"]
     up = st.file_uploader(f"JSONL training file ({kind} format, TRL's fields)", type=["jsonl", "json", "txt"], key="sr_upload")
     paste = st.text_area("…or paste JSONL lines", key="sr_paste", height=90)
 
@@ -88,12 +103,11 @@ except ValueError as exc:
 b1, b2, b3 = st.columns(3)
 start = b1.button("▶ Start", type="primary", key="sr_start", disabled=not (data_ok and name_ok))
 def _stop_current() -> None:
-    """Stop as a callback: it runs before the next rerun, so a click is never lost to a live-view refresh."""
-    cur = get_run(st.session_state.get("sr_current") or RUNS)
-    if cur is None or not cur.alive:
-        st.session_state["sr_stop_msg"] = "no run is training in this session to stop"
-    else:
-        cur.stop()
+    """Stop as a callback: it runs before the next rerun, so a click is never lost to a live-view refresh.
+    It writes the run's STOP file (and signals a worker this server started); the page itself trains nothing."""
+    cur = st.session_state.get("sr_current")
+    if not cur or not request_stop(cur):
+        st.session_state["sr_stop_msg"] = "no run is training to stop"
 
 
 b2.button("■ Stop", key="sr_stop", on_click=_stop_current)
@@ -103,11 +117,9 @@ with shows_errors():
     if start:
         if data_bytes.strip():  # kept under the runs directory by content hash, never inside another run
             data_path = store_upload(RUNS, data_bytes if data_bytes.endswith(b"\n") else data_bytes + b"\n")
-        cfg = RunConfig(algorithm=algo, task=task, data=str(data_path) if data_path else None, steps=int(steps) or None, lr=float(lr) or None,
-                        batch_size=int(batch) or None, model=model_path.strip() or None, model_size=size, base_steps=int(base_steps),
-                        beta=float(beta), epsilon=float(eps), epsilon_high=float(eps_high), group_size=int(group), scale=scale,
-                        loss_type=loss_type, kl_beta=float(kl), eval_every=int(eval_every), eval_size=int(eval_size), seed=int(seed),
-                        save_every=max(25, int(eval_every)))
+        cfg = RunConfig(algorithm=algo, task=task, data=str(data_path) if data_path else None, steps=int(steps), lr=float(lr),
+                        batch_size=int(batch), model=model_path.strip() or None, model_size=size, eval_every=int(eval_every),
+                        eval_size=int(eval_size), seed=int(seed), save_every=max(25, int(eval_every)), **options)
         start_run(cfg, out)  # checks everything first: a refusal is shown here and nothing is created
         st.session_state["sr_current"] = str(out)
     if resume:
@@ -118,113 +130,177 @@ with shows_errors():
 
 # ------------------------------------------------------------------ live view
 
-SERIES = [
-    ("loss", ["loss"], "loss"),
-    ("reward (mean, std) and zero-spread groups", ["reward", "reward_std", "frac_reward_zero_std"], "reward / fraction"),
-    ("held-out accuracy", ["eval/accuracy", "eval/preference_accuracy"], "fraction"),
-    ("KL to the reference (k3)", ["kl"], "nats / token"),
-    ("clip fractions", ["clip_ratio/low_mean", "clip_ratio/high_mean"], "fraction of tokens"),
-    ("DPO implicit rewards: chosen falls, margin grows", ["rewards/chosen", "rewards/rejected", "rewards/margins"], "β·log π/π_ref"),
-    ("mean completion length", ["completions/mean_length"], "tokens"),
-]
-
-
-def metric_frame(events: list[dict]) -> pd.DataFrame:
-    rows = [e for e in events if e.get("type") in ("step", "eval") and e.get("phase") is None]
-    return pd.DataFrame(rows) if rows else pd.DataFrame()
-
-
-def draw_charts(df: pd.DataFrame, key: str, other: pd.DataFrame | None = None, other_name: str = "") -> int:
-    n = 0
-    cols = st.columns(2)
-    for title, keys, unit in SERIES:
-        present = [k for k in keys if k in df.columns and df[k].notna().any()]
-        if not present:
-            continue
-        fig = figure(title, "step", unit, height=280)
-        for k in present:
-            sub = df[["step", k]].dropna()
-            fig.add_trace(go.Scatter(x=sub["step"], y=sub[k], name=k, mode="lines+markers" if k.startswith("eval") else "lines"))
-            if other is not None and k in other.columns:
-                o = other[["step", k]].dropna()
-                fig.add_trace(go.Scatter(x=o["step"], y=o[k], name=f"{k} ({other_name})", line=dict(dash="dot")))
-        cols[n % 2].plotly_chart(fig, width="stretch", key=f"{key}_{title}")
-        n += 1
-    return n
-
-
-@st.fragment(run_every=1.0)
-def live_view() -> None:
-    cur_dir = st.session_state.get("sr_current")
-    if not cur_dir:
-        st.info("Start a run to see it train live. Defaults learn visibly within a minute on a CPU.")
-        return
-    run = get_run(cur_dir)
-    events = run.buffer.since(0) if run is not None else read_ledger_metrics(cur_dir)[0]
-    state = run.state if run is not None else "finished earlier"
-    df = metric_frame(events)
-    steps = [e for e in events if e.get("type") == "step" and e.get("phase") is None]
-    base = [e for e in events if e.get("type") == "step" and e.get("phase") == "base"]
+def show_status(cur_dir: str) -> str:
+    """State, progress, failure or result of one run, read from its directory's status file; returns the state."""
+    s = read_status(cur_dir)
+    state = s["state"] if s["known"] else "finished earlier"
     st.markdown(f"**Run** `{cur_dir}` — state: **{state}**")
-    if run is not None and run.error:
-        st.error(f"The run failed: {run.error}")
-    if steps:
-        last = steps[-1]
-        total = last.get("total_steps") or last["step"]
-        sps = last.get("steps_per_second", 0.0)
-        eta = (total - last["step"]) / sps if sps > 0 else float("nan")
-        st.progress(min(1.0, last["step"] / total), text=f"step {last['step']} / {total} · {sps:.1f} steps/s · ETA {eta:.0f} s")
-    elif base:
-        st.progress(0.0, text=f"base SFT stage: step {base[-1]['step']} — building a starting policy that sometimes succeeds")
-    else:
-        st.progress(0.0, text="starting…")
+    step, total, sps = s.get("step") or 0, s.get("total"), s.get("steps_per_second")
+    if state == "failed":
+        st.error(f"The run failed: {plain(s.get('error') or 'no message')}. Its newest checkpoint is kept: **Resume** continues "
+                 f"from it (the training process's output is in `{cur_dir}/worker.log`).")
+    if state == "starting":
+        st.progress(0.0, text="starting the training process…")
+    elif s.get("phase") == "base" and state in RUNNING:
+        st.progress(min(1.0, step / total) if total else 0.0,
+                    text=f"base SFT stage: step {step} / {total or '?'} — building a starting policy that sometimes succeeds")
+    elif state in RUNNING or state in ("stopped", "failed", "done") and total:
+        done_part = min(1.0, step / total) if total else 0.0
+        rate = f" · {sps:.1f} steps/s" if sps else ""
+        eta = f" · ETA {s['eta_s']:.0f} s" if state == "running" and s.get("eta_s") is not None else ""  # no ETA once stopping
+        where = "base stage, " if s.get("phase") == "base" else ""
+        st.progress(done_part, text=f"{where}step {step} / {total or '?'}{rate}{eta}" + (" · stopping after this step…" if state == "stopping" else ""))
+    if state == "stopped":
+        st.info(f"Stopped at {'base-stage ' if s.get('phase') == 'base' else ''}step {step}; a checkpoint was kept. **Resume** continues exactly from it.")
+    # the run's own result only: the base stage's summary is kept apart (status "base_summary", its own ledger)
+    summary = (s.get("summary") or ledger_summary(cur_dir)) if state in ("done", "finished earlier") else None
+    if summary and not summary.get("stopped") and summary.get("phase") is None:
+        st.success(f"Finished: {plain(stage_summary(summary))}")
+    return state
+
+
+def show_details(cur_dir: str) -> None:
+    """Charts (from the ledger), misconception cards and the latest samples (from the status file) of one run."""
+    events, cfg = read_ledger_metrics(cur_dir)
+    df = metric_frame(events)
     if not df.empty:
         draw_charts(df, "live")
-    cfg = run.cfg if run is not None else None  # the live run's config; cards need the algorithm and μ
-    if cfg is not None:
-        show_cards(diagnose(history_from_events(events), {"algorithm": cfg.algorithm, "num_iterations": cfg.num_iterations}))
-    samples = [e for e in events if e.get("type") == "samples"]
-    if samples:
-        s = samples[-1]
-        st.subheader(f"Latest samples (step {s['step']})")
-        if "completions" in s:
-            st.markdown(f"Prompt `{s['prompt']}` · correct answer `{s['answer']}`")
-            st.dataframe(pd.DataFrame({"completion": s["completions"], "reward": s["rewards"], "advantage": [round(a, 3) for a in s["advantages"]]}),
-                         hide_index=True, width="stretch")
-            toks = s["tokens"]
-            T = max((len(t) for t in toks), default=1)
-            z = [[a] * len(t) + [None] * (T - len(t)) for a, t in zip(s["advantages"], toks)]
-            text = [t + [""] * (T - len(t)) for t in toks]
-            fig = figure("Credit each token received (every token of a response shares its advantage)", "token", "completion", height=260)
-            fig.add_trace(go.Heatmap(z=z, text=text, texttemplate="%{text}", colorscale="RdBu", zmid=0, colorbar=dict(title="Â")))
-            st.plotly_chart(fig, width="stretch", key="live_strip")
-        else:
-            st.markdown(f"Prompt `{s['prompt']}` · chosen `{s['chosen']}` (implicit reward {s['reward_chosen']:.3f}) · "
-                        f"rejected `{s['rejected']}` (implicit reward {s['reward_rejected']:.3f})")
-    done = [e for e in events if e.get("type") == "done" and e.get("phase") is None]  # not the base stage's
-    if done:
-        e = done[-1]
-        fmt = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
-        st.success(f"Finished: {e['metric'].removeprefix('eval/')} {fmt(e['before'])} → {fmt(e['after'])}")
+    if cfg:  # the run's config; cards need the algorithm and μ
+        show_cards(diagnose(history_from_events(events), {"algorithm": cfg.get("algorithm"), "num_iterations": cfg.get("num_iterations", 1)}))
+    smp = read_status(cur_dir).get("samples")
+    if smp:
+        st.subheader(f"Latest samples (step {smp.get('step', '?')})")
+        show_samples(smp, key="live")
 
 
-live_view()
+def _stop_pipeline() -> None:
+    """Stop as a callback: the stage that is training stops with a checkpoint; later stages then never start."""
+    try:
+        stages = rlhf_pipeline(RUNS, st.session_state.get("sr_pipe_name") or "", task=st.session_state["sr_task"])
+    except ValueError as exc:
+        st.session_state["sr_stop_msg"] = str(exc)
+        return
+    if not any(read_status(out)["state"] in RUNNING and request_stop(out) for _, out, _ in stages):
+        st.session_state["sr_stop_msg"] = "no stage of this pipeline is training"
+
+
+STAGE_TITLES = {"sft": "1 · SFT", "rm": "2 · reward model", "ppo": "3 · PPO against the reward model"}
+
+
+def show_stage(stage: str, out: Path, previous: Optional[Path]) -> str:
+    """One stage of the pipeline: its state, step, result and checkpoint; returns its state."""
+    s = read_status(out) if out.exists() else {"state": "not started", "known": False}
+    state = s["state"] if s.get("known") else ("finished earlier" if stage_finished(out) else "not started")
+    if state == "not started" and previous is not None and read_status(previous).get("next") == str(out.resolve()):
+        state = "starting"  # the stage before started this one's worker; it has not reported yet
+    st.markdown(f"**{STAGE_TITLES[stage]}** — `{out.name}` — {state}")
+    if state in RUNNING and s.get("total"):
+        where = "base stage, " if s.get("phase") == "base" else ""
+        st.progress(min(1.0, (s.get("step") or 0) / s["total"]), text=f"{where}step {s.get('step') or 0} / {s['total']}")
+    elif state == "failed":
+        st.error(f"failed: {plain(s.get('error') or 'no message')} (output in `{out}/worker.log`)")
+    summary = ledger_summary(out) if (out / "ledger.jsonl").exists() else None
+    if summary:
+        st.caption(plain(stage_summary(summary)) + (f" · checkpoint `{out / 'final'}`" if (out / "final").exists() else ""))
+    return state
+
+
+def pipeline_view(stages: list) -> bool:
+    """The three stages side by side, then the PPO stage's charts (proxy vs gold) once it has metrics; True while a
+    stage trains or is about to."""
+    states, previous = [], None
+    for col, (stage, out, _) in zip(st.columns(3), stages):
+        with col:
+            states.append(show_stage(stage, out, previous))
+        previous = out
+    ppo_dir = stages[-1][1]
+    if (ppo_dir / "ledger.jsonl").exists():
+        df = metric_frame(read_ledger_metrics(ppo_dir)[0])
+        if not df.empty:
+            draw_charts(df, "pipe")
+    return any(x in RUNNING for x in states)
+
+
+@st.fragment(run_every=3.0)
+def live_pipeline(stages: list) -> None:
+    """Refreshes while a stage trains; once none does, one full rerun shows the pipeline at rest."""
+    if not pipeline_view(stages):
+        st.rerun(scope="app")
+
+
+# Refresh intervals of the live view. Every redraw costs CPU in the server and the browser, which on a small machine
+# is taken from training (benchmarks/page_training.py measures it): the status line is cheap, charts are not.
+STATUS_REFRESH_S = 2.0
+CHART_REFRESH_S = 6.0
+
+
+@st.fragment(run_every=STATUS_REFRESH_S)
+def live_status(cur_dir: str) -> None:
+    """Refreshes every STATUS_REFRESH_S seconds while the run trains; once it has ended, one full rerun shows it (and the runs list) at rest."""
+    if show_status(cur_dir) not in RUNNING:
+        st.rerun(scope="app")
+
+
+@st.fragment(run_every=CHART_REFRESH_S)
+def live_details(cur_dir: str) -> None:
+    show_details(cur_dir)
+
+
+cur_dir = st.session_state.get("sr_current")
+if not cur_dir:
+    st.info("Start a run to see it train live. Defaults learn visibly within a minute on a CPU.")
+elif read_status(cur_dir)["state"] in RUNNING:
+    live_status(cur_dir)
+    live_details(cur_dir)
+else:
+    show_status(cur_dir)
+    show_details(cur_dir)
+
+# ------------------------------------------------------------------ the RLHF pipeline: SFT → reward model → PPO
+
+st.header("The RLHF pipeline: SFT → reward model → PPO")
+st.markdown("One click runs the classic pipeline as three runs, each starting when the one before it finished "
+            "(ftip-003A; Ouyang et al. 2022, §3.5): **SFT** imitates demonstrations; a **reward model** learns from "
+            "preference pairs sampled from the SFT policy; **PPO** then optimizes the SFT policy against that *learned* "
+            "reward, with a value model and a KL penalty to the SFT policy. The PPO stage logs the proxy (the reward "
+            "model's score) beside the gold (the verifier's held-out accuracy). Pressing it again resumes a stopped "
+            "stage and keeps finished ones.")
+p1, p2, p3 = st.columns([2, 1, 1])
+pipe_name = p1.text_input("pipeline name (its runs are NAME-sft, NAME-rm, NAME-ppo)", key="sr_pipe_name",
+                          value=st.session_state.get("sr_pipe_name") or f"rlhf-{task}-s{int(seed)}")
+pipe_run = p2.button("▶ Run SFT → RM → PPO", key="sr_pipe_start")
+p3.button("■ Stop the pipeline", key="sr_pipe_stop", on_click=_stop_pipeline)
+with shows_errors():
+    stages = rlhf_pipeline(RUNS, pipe_name, task=task, seed=int(seed), model_size=size)
+    if pipe_run and start_pipeline(stages) is None:
+        st.info("Every stage of this pipeline has finished; its results are below.")
+    if any(read_status(out)["state"] in RUNNING for _, out, _ in stages) or pipe_run:
+        live_pipeline(stages)
+    else:
+        pipeline_view(stages)
 
 # ------------------------------------------------------------------ earlier runs
 
 st.header("Earlier runs")
-runs = sorted([p.parent.name for p in RUNS.glob("*/ledger.jsonl")]) if RUNS.exists() else []
+runs = sorted(p.parent.name for p in RUNS.glob(f"*/{MARKER}") if (p.parent / "ledger.jsonl").exists() or (p.parent / STATUS).exists()) if RUNS.exists() else []
+training = {r for r in runs if read_status(RUNS / r)["state"] in RUNNING}
 if not runs:
     st.caption(f"No runs in `{RUNS}/` yet.")
 else:
+    label = lambda r: f"{r} (training now)" if r in training else r
     c1, c2 = st.columns(2)
-    first = c1.selectbox("run", runs, key="sr_cmp_a")
-    second = c2.selectbox("compare with", ["(none)"] + runs, key="sr_cmp_b")
+    first = c1.selectbox("run", runs, key="sr_cmp_a", format_func=label)
+    second = c2.selectbox("compare with", ["(none)"] + runs, key="sr_cmp_b", format_func=lambda r: r if r == "(none)" else label(r))
     with shows_errors():
         ev_a, cfg_a = read_ledger_metrics(RUNS / first)
         df_a = metric_frame(ev_a)
         df_b = metric_frame(read_ledger_metrics(RUNS / second)[0]) if second != "(none)" else None
-        st.caption(f"{first}: {cfg_a.get('algorithm', '?')} on {cfg_a.get('task', '?')}, lr {cfg_a.get('lr')}, seed {cfg_a.get('seed')}")
-        if not df_a.empty:
+        st.caption(f"{first}: {cfg_a.get('algorithm', '?')} on {cfg_a.get('task', '?')}, lr {cfg_a.get('lr')}, seed {cfg_a.get('seed')}"
+                   + (" — training now; its charts grow as you rerun" if first in training else ""))
+        if first in training and second == "(none)" and cur_dir and Path(cur_dir).resolve() == (RUNS / first).resolve():
+            st.caption("Its charts are the live ones above (drawn once: every chart costs the training machine CPU).")
+        elif not df_a.empty:
             draw_charts(df_a, "cmp", df_b, second)
             st.download_button("Download metrics as CSV", df_a.to_csv(index=False), file_name=f"{first}-metrics.csv", mime="text/csv", key="sr_csv")
+        elif first in training:
+            st.caption("No metrics yet: the run is in its base stage or starting.")

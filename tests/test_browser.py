@@ -39,47 +39,62 @@ def _require_browser():
     pytest.skip(msg)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    _require_browser()
-    runs = tmp_path_factory.mktemp("runs")
+def start_server(script: str | Path = "app.py", env: dict | None = None) -> tuple[str, subprocess.Popen]:
+    """A real Streamlit server for ``script`` on a free localhost port (``env`` added to this environment); returns
+    ``(url, process)`` once it answers its health check, or fails the test with the server's output."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1", "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "LAB_RUNS_DIR": str(runs)},
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
     )
     url = f"http://127.0.0.1:{port}"
-    global RUNS_DIR
-    RUNS_DIR = runs
     for _ in range(120):
         try:
             if urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                break
+                return url, proc
         except OSError:
             time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit server did not start: " + proc.stdout.read().decode()[-2000:])
-    yield url
+    proc.kill()
+    pytest.fail("streamlit server did not start: " + proc.stdout.read().decode()[-2000:])
+
+
+def stop_server(proc: subprocess.Popen) -> None:
     proc.terminate()
     proc.wait(timeout=20)
 
 
-@pytest.fixture(scope="module")
-def browser(server):
+def start_browser(window: str = "1400,1800"):
+    """Headless Chromium driven through the local chromedriver (never fetched)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-              "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", "--window-size=1400,1800"):
+              "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", f"--window-size={window}"):
         opts.add_argument(a)
     drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
     drv.set_page_load_timeout(60)
+    return drv
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    _require_browser()
+    runs = tmp_path_factory.mktemp("runs")
+    global RUNS_DIR
+    RUNS_DIR = runs
+    url, proc = start_server(env={"LAB_RUNS_DIR": str(runs)})
+    yield url
+    stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    drv = start_browser()
     yield drv
     drv.quit()
 
@@ -136,7 +151,17 @@ def _loss_points(drv) -> int:
         return 0;""")
 
 
-def test_smallrun_start_chart_grows_stop(browser, server):
+@pytest.fixture
+def stop_runs_after():
+    """A failed check leaves no 5000-step worker training on the shared machine (training has its own process)."""
+    yield
+    from lab.smallrun.live import request_stop
+
+    for d in Path(RUNS_DIR).iterdir():
+        request_stop(d)
+
+
+def test_smallrun_start_chart_grows_stop(browser, server, stop_runs_after):
     from selenium.webdriver.common.by import By
 
     from selenium.webdriver.common.keys import Keys
@@ -167,7 +192,8 @@ def test_smallrun_start_chart_grows_stop(browser, server):
     end = time.time() + 120
     while time.time() < end and "state: stopped" not in browser.find_element(By.TAG_NAME, "body").text:
         time.sleep(0.5)
-    assert "state: stopped" in browser.find_element(By.TAG_NAME, "body").text
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "state: stopped" in body, body[-1500:]
     assert list(Path(RUNS_DIR).glob("*/checkpoints/step-*")), "Stop left no checkpoint"
     assert "Traceback" not in browser.page_source
     out = Path(os.environ.get("LAB_SCREENSHOTS", "/tmp"))
@@ -182,7 +208,7 @@ def test_smallrun_bad_upload_is_refused(browser, server, tmp_path):
     bad.write_text('{"prompt": "rev ab=", "answer": "ba"}\n{"prompt": 3}\nnope\n')
     browser.get(f"{server}/smallrun")
     _wait_rendered(browser)
-    browser.find_element(By.XPATH, "//*[contains(text(), 'More: base stage')]").click()
+    browser.find_element(By.XPATH, "//*[contains(text(), 'More: evaluation')]").click()
     time.sleep(0.5)
     browser.find_element(By.CSS_SELECTOR, "input[type=file]").send_keys(str(bad))
     end = time.time() + 30

@@ -96,4 +96,8 @@ def test_config_from_run_directory_and_bad_config(tmp_path):
     with pytest.raises(ValueError, match="config"):
         load_config(str(tmp_path))
     with pytest.raises(ValueError, match="config"):
-        load_config("ppo --task reversal")
+        load_config("bogus --task reversal")
+    for algo in ("ppo", "rm", "rloo"):  # valid small runs without a TRL mapping: refused by name, nothing written
+        with pytest.raises(ValueError, match="algorithm"):
+            export(load_config(f"{algo} --task reversal"), tmp_path / f"{algo}.py")
+        assert not (tmp_path / f"{algo}.py").exists()

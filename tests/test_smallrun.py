@@ -176,7 +176,7 @@ def test_background_run_finishes_with_no_page_attached(tmp_path):
     live = start_run(RunConfig(algorithm="sft", steps=15, batch_size=16, eval_every=100, eval_size=10, model_size="tiny"), out)
     with pytest.raises(ValueError, match="already training"):
         start_run(RunConfig(algorithm="sft", steps=15), out)
-    live.thread.join(timeout=120)
+    live.wait(timeout=120)  # a worker process now, not a thread
     assert get_run(out) is live and live.state == "done" and live.error is None
     recs, truncated = Ledger(out / "ledger.jsonl").read()
     assert not truncated and recs[-1]["type"] == "summary"

@@ -419,7 +419,7 @@ def test_two_page_runs_at_once_both_finish(tmp_path):
 
     runs = [start_run(tiny(steps=2, seed=i), tmp_path / f"r{i}") for i in range(2)]
     for r in runs:
-        r.thread.join(timeout=300)
+        r.wait(timeout=300)  # a worker process now, not a thread
     assert [r.state for r in runs] == ["done", "done"], [r.error for r in runs]
 
 

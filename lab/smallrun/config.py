@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional, get_args, get_origin
 
 MODEL_SIZES = {
     # name: (n_layer, n_head, n_embd)
@@ -18,29 +18,63 @@ MODEL_SIZES = {
 }
 
 
-ALGORITHM_DEFAULTS = {
-    # defaults that learn visibly within a minute or two on a 2-core CPU (measured; see README)
-    "sft": {"steps": 300, "lr": 2e-3, "batch_size": 64},
-    "dpo": {"steps": 150, "lr": 5e-4, "batch_size": 32},
-    "grpo": {"steps": 200, "lr": 3e-4, "batch_size": 16},
+# The algorithms: one row each (the CLI, the page and validation read this table; ``lab.smallrun.algos.ALGORITHMS``
+# maps the same names to their classes). ``defaults`` fill the fields left at None; ``data`` is the TRL dataset
+# kind a --data file must have (lab.smallrun.data); ``fields`` are the RunConfig fields specific to it.
+ALGORITHMS = {
+    "sft": {"description": "supervised fine-tuning on prompt/completion pairs (completion-only loss)",
+            # defaults that learn visibly within a minute or two on a 2-core CPU (measured; see README)
+            "defaults": {"steps": 300, "lr": 2e-3, "batch_size": 64}, "data": "sft", "fields": []},
+    "dpo": {"description": "direct preference optimization on verifier-built (or --data) pairs, from a base SFT stage",
+            "defaults": {"steps": 150, "lr": 5e-4, "batch_size": 32}, "data": "preference",
+            "fields": ["base_steps", "beta", "dpo_candidates", "dpo_pairs", "temperature", "reward_model"]},
+    "grpo": {"description": "group-relative policy optimization with the task's verifier as reward, from a base SFT stage",
+             "defaults": {"steps": 200, "lr": 3e-4, "batch_size": 16}, "data": "rl",
+             "fields": ["base_steps", "group_size", "temperature", "epsilon", "epsilon_high", "scale", "loss_type", "kl_beta",
+                        "num_iterations", "reward_model", "reward_verifier"]},
+    "rloo": {"description": "REINFORCE with a leave-one-out baseline over GRPO's groups (no std scaling), from a base SFT stage",
+             # 300 steps: at 200 one of seeds 0–4 gained only +14.5 points; lr 6e-4 or 1e-3 did worse (README)
+             "defaults": {"steps": 300, "lr": 3e-4, "batch_size": 16}, "data": "rl",
+             "fields": ["base_steps", "group_size", "temperature", "epsilon", "epsilon_high", "loss_type", "kl_beta", "num_iterations",
+                        "reward_verifier"]},
+    "rm": {"description": "a reward model (scalar head on the base policy) trained with the Bradley–Terry loss on verifier-built "
+                          "(or --data) preference pairs",
+           # measured on seeds 0–2 (benchmarks/learning_seeds.py; README)
+           "defaults": {"steps": 1000, "lr": 1e-3, "batch_size": 64}, "data": "preference",
+           "fields": ["base_steps", "dpo_candidates", "rm_prompts", "rm_pairs_per_prompt", "rm_bias", "temperature"]},
+    "ppo": {"description": "PPO with a value model: KL-shaped per-token rewards, GAE, clipped policy and value losses, from a "
+                           "base SFT stage; reward from the verifier or --reward-model",
+            "defaults": {"steps": 100, "lr": 3e-4, "batch_size": 64}, "data": "rl",
+            "fields": ["base_steps", "temperature", "epsilon", "epsilon_high", "kl_coef", "gamma", "lam", "vf_coef", "cliprange_value",
+                       "num_ppo_epochs", "num_mini_batches", "whiten_advantages", "reward_model", "reward_verifier"]},
 }
+
+ALGORITHM_DEFAULTS = {name: row["defaults"] for name, row in ALGORITHMS.items()}
+
+# Typed choices: validated in one place (RunConfig.__post_init__); the CLI and the page list the same values.
+AlgorithmName = Literal[tuple(ALGORITHMS)]  # the rows of the table above
+ModelSize = Literal[tuple(MODEL_SIZES)]
+Scale = Literal["group", "batch", "none"]  # lab.grpo.group_advantages
+LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]  # lab.grpo.grpo_loss
+TaskName = str  # field_types() refines it to Literal[the names of lab.smallrun.tasks.TASKS] (tasks import torch: lazily)
 
 
 @dataclass
 class RunConfig:
-    algorithm: str = "sft"
-    """Trainer: "sft", "dpo" or "grpo"."""
-    task: str = "reversal"
+    algorithm: AlgorithmName = "sft"
+    """Trainer: a row of the ALGORITHMS table (lab.smallrun.config); each row lists its own options."""
+    task: TaskName = "reversal"
     """Built-in toy task (addition, reversal, sorting); it also supplies the verifier and the held-out set."""
     data: Optional[str] = None
     """Optional JSONL training file in TRL's format for the algorithm (sft: prompt/completion or messages;
     dpo: prompt/chosen/rejected; grpo: prompt/answer). Validated before anything trains."""
     steps: Optional[int] = None
-    """Optimizer steps of this stage; None picks the algorithm's default (sft 300, dpo 150, grpo 200)."""
+    """Optimizer steps of this stage; None picks the algorithm's default (sft 300, dpo 150, grpo 200, rm 1000; ppo 100
+    rollout batches, each num_ppo_epochs × num_mini_batches optimizer steps)."""
     seed: int = 0
     """Seeds model initialisation, data order and sampling; each step's data depends only on (seed, step)."""
     lr: Optional[float] = None
-    """Peak learning rate of AdamW; None picks the algorithm's default (sft 2e-3, dpo 5e-4, grpo 3e-4)."""
+    """Peak learning rate of AdamW; None picks the algorithm's default (sft 2e-3, dpo 5e-4, grpo 3e-4, rm 1e-3, ppo 3e-4)."""
     warmup_steps: int = 50
     """Linear warm-up steps, then constant."""
     weight_decay: float = 0.0
@@ -49,10 +83,11 @@ class RunConfig:
     """Gradient-norm clipping threshold (0 disables)."""
     batch_size: Optional[int] = None
     """SFT: examples per step (default 64); DPO: pairs per step (32); GRPO: prompts per step, each sampled
-    group_size times (16). None picks the default."""
+    group_size times (16); rm: pairs per step (64); ppo: prompts per rollout batch, one completion each (64).
+    None picks the default."""
     model: Optional[str] = None
     """A local causal-LM checkpoint directory to start from (with its tokenizer); None builds a fresh tiny GPT-2."""
-    model_size: str = "small"
+    model_size: ModelSize = "small"
     """Size of a freshly built GPT-2: tiny (≈0.1 M parameters), small (≈0.35 M) or medium (≈0.8 M)."""
     base_steps: int = 100
     """DPO/GRPO without --model: SFT steps of the base stage that gives RL a policy that sometimes succeeds."""
@@ -72,14 +107,15 @@ class RunConfig:
     """GRPO/PPO lower clip width ε."""
     epsilon_high: Optional[float] = None
     """Upper clip width (DAPO clip-higher); None means ε."""
-    scale: str = "group"
+    scale: Scale = "group"
     """GRPO advantage scaling: group, batch or none (lab.grpo.group_advantages)."""
-    loss_type: str = "dapo"
+    loss_type: LossType = "dapo"
     """GRPO aggregation: grpo, bnpo, dr_grpo or dapo (lab.grpo.grpo_loss)."""
     kl_beta: float = 0.0
     """GRPO coefficient of the k3 KL to the frozen starting policy (0: no reference model is kept)."""
     num_iterations: int = 1
-    """GRPO μ: optimizer steps per sampled batch, with the behaviour log-probs stored at sampling time."""
+    """GRPO μ: optimizer steps per sampled batch; the behaviour log-probs come from one no-grad training forward
+    (same autocast) before the first of them, as in TRL, and the logged metrics are their mean over the μ steps."""
     eval_every: int = 50
     """Held-out evaluation every this many steps (and at the start and end)."""
     eval_size: int = 200
@@ -94,23 +130,52 @@ class RunConfig:
     """CPU threads for torch; 0 picks deliberately: 1 on CPU (tiny models run several times faster on one thread)."""
     bf16: bool = True
     """Use bf16 autocast on CUDA devices that support it (ignored on CPU)."""
+    reward_model: Optional[str] = None
+    """ppo/grpo: score samples with this reward model instead of the verifier; dpo: rank the sampled candidates by it
+    (chosen = higher score). The final/ of an rm run or any one-label sequence-classification directory whose
+    tokenizer is the policy's; checked before anything trains. Evaluations then log eval/proxy_reward beside the
+    verifier's eval/accuracy, steps log reward (the proxy) beside reward/verifier."""
+    reward_verifier: Literal["exact", "hackable"] = "exact"
+    """grpo/rloo/ppo: the checker the training reward comes from: "exact" (the task's verifier), or "hackable", a
+    deliberately buggy one that accepts the right characters in any order (issue 16's reward-hacking switch).
+    Evaluation always uses the exact verifier (the gold eval/accuracy); with "hackable", evaluations also log the
+    buggy checker's held-out score as eval/proxy_reward and steps log reward/verifier (exact) beside reward."""
+    rm_prompts: int = 4096
+    """rm: training prompts sampled from the task for verifier-built pairs (dpo_candidates samples each)."""
+    rm_pairs_per_prompt: int = 8
+    """rm: at most this many pairs per prompt (distinct incorrect samples, each against a correct one)."""
+    rm_bias: Literal["none", "length"] = "none"
+    """rm: "none", or "length": keep only training pairs whose chosen answer is longer than the rejected one, a
+    deliberately biased proxy that also learns "longer is better" (for the over-optimization demo)."""
+    kl_coef: float = 0.05
+    """ppo: β of the per-token KL penalty −β(log π − log π_ref) in the shaped reward (TRL's kl_coef; 0: none)."""
+    gamma: float = 1.0
+    """ppo: discount γ of GAE (1: undiscounted, as for a single reward at the end of a completion)."""
+    lam: float = 0.95
+    """ppo: GAE λ (1: Monte-Carlo returns minus V; 0: one-step TD residuals)."""
+    vf_coef: float = 0.1
+    """ppo: weight c1 of the value loss mean (V − Ĝ)² in the objective (TRL writes 0.5·vf_coef·mean, so TRL's 0.1 is 0.05 here)."""
+    cliprange_value: float = 0.2
+    """ppo: value clipping: V stays within the rollout's values ± this and the larger squared error counts (TRL's cliprange_value)."""
+    num_ppo_epochs: int = 4
+    """ppo: passes over each rollout batch (μ epochs)."""
+    num_mini_batches: int = 1
+    """ppo: minibatches per epoch; one optimizer step each."""
+    whiten_advantages: bool = True
+    """ppo: whiten the GAE advantages over the batch's active tokens (Bessel-corrected, eps 1e-8, as TRL)."""
 
     def __post_init__(self) -> None:
         """Validate every field before anything is created or trained: one ``ValueError`` naming the field."""
-        if self.algorithm not in ("sft", "dpo", "grpo"):
-            raise ValueError(f"algorithm must be sft, dpo or grpo; got {self.algorithm!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}; got {self.algorithm!r}")
         d = ALGORITHM_DEFAULTS[self.algorithm]
         for name in ("steps", "lr", "batch_size"):  # resolved once, so the stored config says what ran
             if getattr(self, name) is None:
                 setattr(self, name, d[name])
-        from lab.smallrun.tasks import TASKS
-
-        choices = {"task": list(TASKS), "model_size": list(MODEL_SIZES), "scale": ["group", "batch", "none"],
-                   "loss_type": ["grpo", "bnpo", "dr_grpo", "dapo"]}
-        for name, allowed in choices.items():
+        for name, allowed in field_choices().items():  # every Literal-typed field, one rule
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
-        ints = {"steps": 1, "batch_size": 1, "max_new_tokens": 1, "eval_every": 1, "eval_size": 1, "save_every": 1, "group_size": 2,
+        ints = {"rm_prompts": 1, "rm_pairs_per_prompt": 1, "num_ppo_epochs": 1, "num_mini_batches": 1, "steps": 1, "batch_size": 1, "max_new_tokens": 1, "eval_every": 1, "eval_size": 1, "save_every": 1, "group_size": 2,
                 "num_iterations": 1, "dpo_candidates": 1, "dpo_pairs": 1, "base_steps": 1, "keep": 1, "seed": 0, "warmup_steps": 0,
                 "threads": 0}
         for name, low in ints.items():
@@ -132,6 +197,22 @@ class RunConfig:
         for name in ("weight_decay", "max_grad_norm", "kl_beta"):
             if real(name) < 0:
                 raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
+        for name in ("kl_coef", "vf_coef"):
+            if real(name) < 0:
+                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
+        for name in ("gamma", "lam"):
+            if not 0 <= real(name) <= 1:
+                raise ValueError(f"{name} must lie in [0, 1]; got {getattr(self, name)}")
+        if real("cliprange_value") <= 0:
+            raise ValueError(f"cliprange_value must be > 0; got {self.cliprange_value}")
+        if not isinstance(self.whiten_advantages, bool):
+            raise ValueError(f"whiten_advantages must be True or False; got {self.whiten_advantages!r}")
+        if self.reward_model is not None and (not isinstance(self.reward_model, str) or not self.reward_model.strip()):
+            raise ValueError(f"reward_model must be a path or None; got {self.reward_model!r}")
+        if self.reward_verifier != "exact" and self.reward_model is not None and self.algorithm in ("grpo", "ppo"):
+            raise ValueError("reward_verifier: a hackable verifier and --reward-model both replace the reward; choose one")
+        if self.num_mini_batches > self.batch_size:
+            raise ValueError(f"num_mini_batches must be <= batch_size ({self.batch_size}); got {self.num_mini_batches}")
         if not 0 < real("epsilon") < 1:
             raise ValueError(f"epsilon must be in (0, 1) (a clip width of the ratio around 1); got {self.epsilon}")
         if self.epsilon_high is not None and real("epsilon_high") <= 0:
@@ -154,6 +235,50 @@ class RunConfig:
             raise ValueError(f"config must be a JSON object; got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+# ----------------------------------------------------------------------------- the fields, read from the source
+
+
+def field_types() -> dict:
+    """Every RunConfig field's resolved type (``Literal[...]`` for choices, ``Optional[int]``, ...)."""
+    import typing
+
+    from lab.smallrun.tasks import TASKS
+
+    return typing.get_type_hints(RunConfig, localns={"TaskName": Literal[tuple(TASKS)]})
+
+
+def field_choices() -> dict[str, list]:
+    """``{field: allowed values}`` for every field typed with ``Literal`` (optionally ``Optional[Literal]``)."""
+    out = {}
+    for name, tp in field_types().items():
+        args = [a for a in get_args(tp) if a is not type(None)] if get_origin(tp) is not Literal else [tp]
+        if len(args) == 1 and get_origin(args[0]) is Literal:
+            out[name] = list(get_args(args[0]))
+    return out
+
+
+def field_docs() -> dict[str, str]:
+    """``{field: its attribute docstring}``, parsed from RunConfig's source (the string right after each field)."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(RunConfig)))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr) \
+                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def fields_for(algorithm: str) -> list[str]:
+    """The RunConfig fields that apply to ``algorithm``: the common ones and its own (``ALGORITHMS[...]["fields"]``)."""
+    specific = {f for row in ALGORITHMS.values() for f in row["fields"]}
+    return [f.name for f in dataclasses.fields(RunConfig) if f.name not in specific or f.name in ALGORITHMS[algorithm]["fields"]]
 
 
 # ----------------------------------------------------------------------------- the environment: checked before anything is created
@@ -193,7 +318,7 @@ def check_device(name: str):
     import torch
 
     if name == "auto":
-        from lab.smallrun.engine import pick_device
+        from lab.smallrun.loop import pick_device
 
         return pick_device("auto")
     if name.startswith("cuda"):
@@ -221,7 +346,7 @@ def validate_environment(cfg: RunConfig) -> dict:
     if cfg.data:
         if not Path(cfg.data).is_file():
             raise ValueError(f"data: file not found: {cfg.data}")
-        records, lines = load_jsonl_lines(cfg.data, {"sft": "sft", "dpo": "preference", "grpo": "rl"}[cfg.algorithm])
+        records, lines = load_jsonl_lines(cfg.data, ALGORITHMS[cfg.algorithm]["data"])
     if cfg.model:
         mcfg = read_model_config(cfg.model)
         ctx = context_length(mcfg)
@@ -238,15 +363,21 @@ def validate_environment(cfg: RunConfig) -> dict:
 
         ctx = inspect.signature(tiny_gpt2).parameters["n_positions"].default
         count = len  # the character tokenizer: one token per character
+    if cfg.reward_model and "reward_model" in ALGORITHMS[cfg.algorithm]["fields"]:  # exists, one label, loads whole, policy's tokens
+        from lab.models import char_tokenizer
+        from lab.smallrun.rewardmodel import check_reward_model
+
+        check_reward_model(cfg.reward_model, tok if cfg.model else char_tokenizer())
     if ctx is not None:
         gen = cfg.max_new_tokens
         if records is not None:
             from lab.smallrun.data import sft_pairs
 
-            if cfg.algorithm == "sft":
+            kind = ALGORITHMS[cfg.algorithm]["data"]
+            if kind == "sft":
                 lens = [(i, count(p) + count(c) + 1) for i, (p, c) in zip(lines, sft_pairs(records))]
                 what = "prompt + completion + eos"
-            elif cfg.algorithm == "dpo":
+            elif kind == "preference":
                 lens = [(i, count(r["prompt"]) + max(count(r["chosen"]), count(r["rejected"])) + 1) for i, r in zip(lines, records)]
                 what = "prompt + longer response + eos"
             else:

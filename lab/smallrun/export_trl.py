@@ -36,6 +36,8 @@ def load_config(config: str) -> RunConfig:
         cfg, _ = parse(shlex.split(config))
     except SystemExit:
         raise ValueError(f"config: {config!r} is neither a run directory nor valid small-run flags") from None
+    except ValueError as exc:  # flags that parse but name a bad value (RunConfig's check)
+        raise ValueError(f"config: {config!r}: {exc}") from None
     return cfg
 
 
@@ -67,6 +69,8 @@ def export(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> list[str
 
     Refuses to overwrite an existing file unless ``overwrite`` (nothing the lab did not create is lost).
     """
+    if cfg.algorithm not in ("sft", "dpo", "grpo"):  # never a script for another trainer than the run's
+        raise ValueError(f"algorithm: export-trl writes SFT, DPO and GRPO scripts; {cfg.algorithm!r} has no mapping yet")
     out = Path(out)
     data = out.with_suffix(".jsonl")
     for f in (out, data):
