@@ -1,10 +1,14 @@
 """Proxies and over-optimization: a synthetic proxy/gold world that trains in milliseconds
 [overview, "Proxy optimization and reward failures"; Gao et al. 2022, §2–3]."""
 
+import os
+from pathlib import Path
+
 import plotly.graph_objects as go
 import streamlit as st
 
 from lab import proxy
+from lab.smallrun import evaluate as se
 from lab.misconceptions import diagnose
 from labui import colors, course_nav, figure, header, mark_point, route_through_app, shows_errors
 from labui.predict import ask_chapter
@@ -94,8 +98,90 @@ with shows_errors():
 
 write_to_url(PARAMS)
 
+RUNS = Path(os.environ.get("LAB_RUNS_DIR", "runs"))
+
+
+@st.cache_data(show_spinner="Sampling and scoring best-of-N …", max_entries=16)
+def best_of_n_cached(policy: str, policy_hash: str, reward_model: str, rm_hash: str, n_cases: int, n_max: int, seed: int):
+    """Best-of-N with the learned proxy; both weights' hashes are in the key."""
+    return se.best_of_n_with_proxy(policy, reward_model, n_cases=n_cases, n_max=n_max, seed=seed)
+
+
+st.header("Measured on the tiny GPT-2")
+st.markdown("The same story with a real, learned proxy: a small reward model trained on limited pairs, then optimized "
+            "by RL on the tiny GPT-2 (`lab.smallrun`). Gold is the task's verifier on held-out prompts.")
+with shows_errors():
+    measured = proxy.proxy_runs(str(RUNS))
+    if measured:
+        pick = st.selectbox("run trained against a reward model", measured, key="px_run",
+                            help=f"Runs under `{RUNS}/` whose evaluations logged eval/proxy_reward.")
+        rc = proxy.run_curves(os.path.join(RUNS, pick))
+        fig3 = figure(f"{pick}: proxy reward and gold accuracy on held-out prompts", "training step", "score")
+        fig3.add_trace(go.Scatter(x=rc.eval_steps, y=rc.proxy, name="proxy (reward model, eval)", mode="lines+markers",
+                                  line=dict(width=colors.REFERENCE_WIDTH, color=colors.REFERENCE)))
+        fig3.add_trace(go.Scatter(x=rc.eval_steps, y=rc.gold, name="gold (verifier accuracy, eval)", mode="lines+markers",
+                                  line=dict(width=colors.KEY_WIDTH, color=colors.KEY)))
+        if rc.steps:
+            fig3.add_trace(go.Scatter(x=rc.steps, y=rc.reward, name="reward trained on (per step)", mode="lines",
+                                      line=dict(dash="dot", color=colors.REFERENCE), opacity=0.5))
+            fig3.add_trace(go.Scatter(x=rc.steps, y=rc.reward_verifier, name="verifier on the same samples (per step)", mode="lines",
+                                      line=dict(dash="dot", color=colors.KEY), opacity=0.5))
+        st.plotly_chart(fig3, width="stretch", key="px_run_curve")
+        try:
+            fd, fgold, fa, fb, ffit = rc.gao_fit("rl")
+            fig5 = figure(f"{pick}: gold accuracy against √KL, with Gao's RL form fitted", "d = √KL (logged at the eval step)", "gold accuracy")
+            fig5.add_trace(go.Scatter(x=fd, y=fgold, name="gold (measured)", mode="markers", marker=dict(size=10, color=colors.KEY)))
+            fig5.add_trace(go.Scatter(x=fd, y=ffit, name=f"Gao RL fit (α={fa:.2f}, β={fb:.2f})", mode="lines",
+                                      line=dict(dash="dot", width=colors.REFERENCE_WIDTH, color=colors.REFERENCE)))
+            st.plotly_chart(fig5, width="stretch", key="px_run_gao")
+        except ValueError as exc:
+            st.caption(f"No √KL chart for this run: {exc}")
+        r1, r2, r3 = st.columns(3)
+        r1.metric("eval records", f"{len(rc.eval_steps)}")
+        r2.metric("gold accuracy, last eval", f"{rc.gold[-1]:.3f}" if rc.gold else "—")
+        r3.metric("proxy reward, last eval", f"{rc.proxy[-1]:.3f}" if rc.proxy else "—")
+        for card in diagnose({"reward": rc.proxy, "eval/accuracy": rc.gold}, window=2):
+            st.info(f"**{card.title}** (measured: proxy = reward-model score, gold = verifier accuracy) — {card.explanation}")
+    else:
+        st.info(f"No run in `{RUNS}/` was trained against a reward model yet. Make one: "
+                f"`.venv/bin/python -m lab.smallrun rm --out {RUNS}/rm` (a small reward model on limited pairs), then "
+                f"`.venv/bin/python -m lab.smallrun grpo --reward-model {RUNS}/rm/final --out {RUNS}/hacked`; "
+                "its proxy and gold curves appear here.")
+
+    st.subheader("Best-of-N with the learned proxy")
+    cks = se.list_checkpoints(RUNS)
+    rms = [c for c in cks if c.is_reward_model]
+    policies = [c for c in cks if not c.is_reward_model]
+    if rms and policies:
+        pnames = [f"{c.run} · {c.label}" for c in policies]
+        rnames = [f"{c.run} · {c.label}" for c in rms]
+        finals = [k for k, c in enumerate(policies) if c.label == "final"]
+        b1, b2, b3, b4 = st.columns(4)
+        pol_name = b1.selectbox("policy checkpoint", pnames, index=finals[0] if finals else 0, key="px_bon_policy")
+        rm_name = b2.selectbox("reward-model checkpoint", rnames, index=len(rnames) - 1, key="px_bon_rm")
+        bon_cases = b3.select_slider("held-out prompts", [10, 20, 50], value=20, key="px_bon_cases")
+        bon_max = b4.select_slider("N max (samples per prompt)", [16, 32, 64], value=64, key="px_bon_max")
+        pol, rmc = policies[pnames.index(pol_name)], rms[rnames.index(rm_name)]
+        res = best_of_n_cached(pol.path, se.checkpoint_fingerprint(pol.path), rmc.path, se.checkpoint_fingerprint(rmc.path),
+                               int(bon_cases), int(bon_max), 0)
+        mc = res.curve
+        fig4 = figure("Best-of-N against the learned proxy: the pick's proxy score and gold accuracy (95% interval over prompts)",
+                      "d = √(log N − (N−1)/N)", "proxy score of the pick")
+        fig4.add_trace(go.Scatter(x=mc.d, y=mc.proxy, name="proxy of pick", mode="lines+markers", text=[f"N={k}" for k in mc.n],
+                                  line=dict(width=colors.REFERENCE_WIDTH, color=colors.REFERENCE),
+                                  error_y=dict(type="data", symmetric=False, array=mc.proxy_above, arrayminus=mc.proxy_below)))
+        fig4.add_trace(go.Scatter(x=mc.d, y=mc.gold, name="gold accuracy of pick", mode="lines+markers", yaxis="y2",
+                                  text=[f"N={k}" for k in mc.n], line=dict(width=colors.KEY_WIDTH, color=colors.KEY),
+                                  error_y=dict(type="data", symmetric=False, array=mc.gold_above, arrayminus=mc.gold_below)))
+        fig4.update_layout(yaxis2=dict(title="gold accuracy of pick", overlaying="y", side="right", range=[0, 1], tickmode="linear", tick0=0, dtick=0.25))
+        st.plotly_chart(fig4, width="stretch", key="px_bon_measured")
+        st.caption(f"{res.n_cases} held-out {res.task} prompts, {res.n_max} samples each drawn once (seed {res.seed}); "
+                   f"for each N the proxy's favourite among the first N. N = {mc.n[0]} … {mc.n[-1]}.")
+    else:
+        st.info(f"This chart needs a policy run and a reward-model run under `{RUNS}/`"
+                f" (have: {len(policies)} policy checkpoints, {len(rms)} reward-model checkpoints). "
+                f"`.venv/bin/python -m lab.smallrun rm --out {RUNS}/rm` trains the reward model.")
+
 st.subheader("Predict, then reveal")
 ask_chapter("proxies")
-st.caption("The small-run version of this demonstration (a learned reward model over-optimized by GRPO/PPO on the tiny GPT-2) "
-           "needs the reward-model trainer, which is not built yet.")
 course_nav(__file__)
