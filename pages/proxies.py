@@ -143,10 +143,11 @@ with shows_errors():
         for card in diagnose({"reward": rc.proxy, "eval/accuracy": rc.gold}, window=2):
             st.info(f"**{card.title}** (measured: proxy = reward-model score, gold = verifier accuracy) — {card.explanation}")
     else:
-        st.info(f"No run in `{RUNS}/` was trained against a reward model yet. Make one: "
-                f"`.venv/bin/python -m lab.smallrun rm --out {RUNS}/rm` (a small reward model on limited pairs), then "
-                f"`.venv/bin/python -m lab.smallrun grpo --reward-model {RUNS}/rm/final --out {RUNS}/hacked`; "
-                "its proxy and gold curves appear here.")
+        st.info(f"No run in `{RUNS}/` was trained against a reward model yet. The demo recipe (about 4 minutes): "
+                f"`.venv/bin/python -m lab.smallrun rm --rm-bias length --base-steps 200 --out {RUNS}/rm-biased` (a reward "
+                f"model that never saw a longer answer lose), then `.venv/bin/python -m lab.smallrun grpo --reward-model "
+                f"{RUNS}/rm-biased/final --base-steps 200 --lr 1e-4 --steps 400 --eval-every 25 --out {RUNS}/hacked`; its proxy and gold curves appear here. "
+                "`benchmarks/overoptimization.py --out DIR` runs it on seeds 0–2.")
 
     st.subheader("Best-of-N with the learned proxy")
     cks = se.list_checkpoints(RUNS)

@@ -178,5 +178,5 @@ def test_proxies_page_without_runs_explains_how_to_make_them(tmp_path, monkeypat
     at = AppTest.from_file(str(PAGES / "proxies.py"), default_timeout=60).run()
     clean(at)
     infos = [i.value for i in at.info]
-    assert any("lab.smallrun rm --out" in v and "--reward-model" in v for v in infos), infos
+    assert any("lab.smallrun rm --rm-bias length --base-steps 200 --out" in v and "--reward-model" in v for v in infos), infos
     assert any("needs a policy run and a reward-model run" in v for v in infos), infos

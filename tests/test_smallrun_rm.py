@@ -127,3 +127,26 @@ def test_rm_bias_is_a_declared_choice():
             RunConfig(algorithm="ppo", **{name: bad})
     with pytest.raises(ValueError, match="num_mini_batches"):
         RunConfig(algorithm="ppo", batch_size=4, num_mini_batches=8)
+
+
+@pytest.mark.parametrize("bias", ["none", "length"])
+def test_rm_bias_length_drops_exactly_the_pairs_whose_chosen_answer_is_shorter(monkeypatch, bias):
+    """rm_bias="length" removes the training pairs where the longer answer lost (and nothing else); held-out pairs
+    are never filtered, so held-out accuracy measures the biased proxy on unbiased pairs."""
+    from types import SimpleNamespace
+
+    from lab.smallrun.algos.dpo import DPO
+    from lab.smallrun.algos.rm import RewardModel
+
+    given = [{"prompt": "p", "chosen": c, "rejected": r} for c, r in
+             [("abc", "ab"), ("abc", "abd"), ("ab", "abc"), ("a", "abcd"), ("abcd", ""), ("x", "y")]]
+    monkeypatch.setattr(DPO, "build_pairs", lambda self, examples, purpose, per_prompt=1, rank_by=None: list(given))
+    algo = RewardModel.__new__(RewardModel)
+    algo.cfg = SimpleNamespace(rm_bias=bias)
+    train = algo.build_pairs([], "dpo-train")
+    held = algo.build_pairs([], "dpo-heldout")
+    assert held == given
+    if bias == "none":
+        assert train == given
+    else:
+        assert [(p["chosen"], p["rejected"]) for p in train] == [("abc", "ab"), ("abc", "abd"), ("abcd", ""), ("x", "y")]

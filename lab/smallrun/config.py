@@ -145,8 +145,9 @@ class RunConfig:
     rm_pairs_per_prompt: int = 8
     """rm: at most this many pairs per prompt (distinct incorrect samples, each against a correct one)."""
     rm_bias: Literal["none", "length"] = "none"
-    """rm: "none", or "length": keep only training pairs whose chosen answer is longer than the rejected one, a
-    deliberately biased proxy that also learns "longer is better" (for the over-optimization demo)."""
+    """rm: "none", or "length": drop every training pair whose chosen answer is shorter than the rejected one, so the
+    reward model never sees a longer answer lose: a deliberately biased proxy that a policy exploits by writing longer
+    answers (the over-optimization demo). Held-out pairs stay unbiased."""
     kl_coef: float = 0.05
     """ppo: β of the per-token KL penalty −β(log π − log π_ref) in the shaped reward (TRL's kl_coef; 0: none)."""
     gamma: float = 1.0

@@ -39,12 +39,17 @@ class RewardModel(DPO):
         return self.cfg.rm_prompts, self.cfg.rm_pairs_per_prompt, self.cfg.rm_prompts * self.cfg.rm_pairs_per_prompt
 
     def build_pairs(self, examples, purpose: str, per_prompt: int = 1, rank_by=None) -> list[dict]:
-        """DPO's verifier-built pairs; with ``rm_bias="length"`` the *training* pairs keep only those whose chosen answer
-        is longer than the rejected one, so that length and correctness cannot be told apart and the reward model
-        learns "longer is better" as well (a proxy with an exploitable error, issue 16). Held-out pairs stay unbiased."""
+        """DPO's verifier-built pairs; with ``rm_bias="length"`` the *training* pairs drop every pair whose chosen answer
+        is shorter than the rejected one. The reward model then never sees a longer answer lose, and nothing stops it
+        from scoring length up: a proxy with an exploitable error that a policy finds by writing longer answers
+        (issue 16's over-optimization demo). Held-out pairs stay unbiased, so its held-out accuracy shows the error.
+
+        (Keeping only strictly longer chosen answers would leave almost nothing on reversal: measured on seeds 0–2,
+        the pairs from 4096 prompts split 257 / 9503 / 1026, 1226 / 7106 / 701 and 175 / 7504 / 365 into chosen
+        longer / equal / shorter; this rule drops the last group, 4–10 % of the pairs.)"""
         pairs = super().build_pairs(examples, purpose, per_prompt, rank_by)
         if self.cfg.rm_bias == "length" and purpose == "dpo-train":
-            pairs = [p for p in pairs if len(p["chosen"]) > len(p["rejected"])]
+            pairs = [p for p in pairs if len(p["chosen"]) >= len(p["rejected"])]
         return pairs
 
     def trained(self) -> dict[str, torch.nn.Module]:
