@@ -46,3 +46,7 @@ PAGES = {
 }
 
 st.navigation(PAGES, expanded=True).run()  # all chapters visible (the projector toggle shares the sidebar)
+
+from labui import freeze_startup_objects  # noqa: E402  (after the first page run: its imports are loaded too)
+
+freeze_startup_objects()  # no full garbage collection over the imported libraries in the middle of a rerun

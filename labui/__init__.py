@@ -6,6 +6,7 @@ Pages stay thin: widgets in, ``lab`` calls, plotly figures out. Nothing here com
 from __future__ import annotations
 
 import contextlib
+import gc
 from types import ModuleType
 from urllib.parse import urlencode
 from typing import Callable, Iterator
@@ -218,3 +219,22 @@ def outline_heatmap_cells(fig: go.Figure, spans: list[tuple[int, int]], n_rows: 
     """Outline columns first..last (inclusive) of a heatmap across all ``n_rows`` rows (cell edges sit at ±0.5)."""
     for first, last in spans:
         fig.add_shape(type="rect", x0=first - 0.5, x1=last + 0.5, y0=-0.5, y1=n_rows - 0.5, line=dict(color=color, width=3))
+
+
+_startup_objects_frozen = False
+
+
+def freeze_startup_objects() -> None:
+    """Once per server process: hide the objects alive after the first page run (torch, plotly, streamlit and the
+    lab's modules; about 230 000) from the cyclic garbage collector.
+
+    Without it, the occasional full collection walks all of them, and the rerun that triggers it takes about twice
+    as long. On the Dynamics page a seed change normally takes about 90 ms, and about one rerun in ten took 200–217 ms
+    instead (``benchmarks/playground_speed.py``). These objects live as long as the server. Anything that dies
+    later is still freed by reference counting (``gc.freeze``).
+    """
+    global _startup_objects_frozen
+    if not _startup_objects_frozen:
+        gc.collect()
+        gc.freeze()
+        _startup_objects_frozen = True

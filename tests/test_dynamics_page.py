@@ -212,3 +212,19 @@ def test_predict_widget_numeric_tolerance_and_lazy_answer():
     at.button(key="predict_q_commit").click().run()
     assert at.session_state["lab_scores"]["q"]["correct"] is True
     assert any("score (1, 1)" in m.value for m in at.markdown)
+
+
+def test_freeze_startup_objects_freezes_once_per_process():
+    """app.py calls labui.freeze_startup_objects after each run; only the first call collects and freezes (a full
+    collection over the imported libraries is what made one rerun in ten of this page take 200+ ms)."""
+    import gc
+
+    import labui
+
+    labui.freeze_startup_objects()
+    frozen = gc.get_freeze_count()
+    assert frozen > 10_000 and labui._startup_objects_frozen
+    junk = [[i] for i in range(1000)]  # new objects after the freeze stay collectable
+    labui.freeze_startup_objects()
+    assert gc.get_freeze_count() <= frozen  # not frozen again
+    del junk
