@@ -38,3 +38,36 @@ def test_bad_reward_verifier_is_refused_by_name(tmp_path):
         RunConfig(algorithm="grpo", reward_verifier="lenient")
     with pytest.raises(ValueError, match="reward_verifier"):
         RunConfig(algorithm="ppo", reward_verifier="hackable", reward_model=str(tmp_path))
+
+
+def test_each_evaluation_decodes_the_heldout_set_once(tmp_path, monkeypatch):
+    """The proxy's eval/proxy_reward scores the loop's own greedy completions: one greedy decode of the held-out
+    prompts per evaluation, not one for the gold and another for the proxy."""
+    import lab.smallrun.decoding as decoding
+    import lab.smallrun.loop as loop
+
+    cfg = RunConfig(algorithm="grpo", task="sorting", reward_verifier="hackable", steps=2, base_steps=5, model_size="tiny",
+                    eval_every=2, eval_size=8, batch_size=4, group_size=2)
+    run = SmallRun(cfg, tmp_path / "r")
+    greedy_prompts, per_eval = [], []
+    real_sample, real_evaluate = decoding.sample, loop.Loop.evaluate
+
+    def counting(model, codec, prompts, *args, **kw):
+        if kw.get("greedy"):
+            greedy_prompts.extend(prompts)
+        return real_sample(model, codec, prompts, *args, **kw)
+
+    def evaluate(self):
+        before = len(greedy_prompts)
+        out = real_evaluate(self)
+        per_eval.append((self.cfg.algorithm, greedy_prompts[before:], "eval/proxy_reward" in out))
+        return out
+
+    monkeypatch.setattr(decoding, "sample", counting)
+    monkeypatch.setattr(loop, "sample", counting)
+    monkeypatch.setattr(loop.Loop, "evaluate", evaluate)
+    run.run()
+    heldout = [e.prompt for e in get_task("sorting").heldout(8)]
+    grpo = [(prompts, proxy) for algo, prompts, proxy in per_eval if algo == "grpo"]
+    assert len(grpo) == 2 and all(proxy for _, proxy in grpo)  # steps 0 and 2, each with the proxy beside the gold
+    assert all(prompts == heldout for prompts, _ in grpo)  # each evaluation: the held-out prompts, decoded once

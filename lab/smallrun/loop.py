@@ -245,17 +245,16 @@ class Loop:
     @torch.no_grad()
     def evaluate(self) -> dict:
         """Held-out greedy exact match (``eval/accuracy``) for algorithms with a policy, plus the algorithm's own."""
-        out = {}
+        out, greedy = {}, None
         if self.algo.greedy_eval:
             ver = self.task.verifier()
-            correct = 0
+            greedy = []  # [(Example, greedy completion)]: decoded once, shared with the algorithm's own evaluation
             for i in range(0, len(self.heldout), 100):
                 chunk = self.heldout[i : i + 100]
                 ids, mask, _ = sample(self.algo.policy, self.codec, [e.prompt for e in chunk], self.cfg.max_new_tokens, greedy=True)
-                for e, t in zip(chunk, self.codec.decode(ids, mask)):
-                    correct += ver.verify(e.prompt, t, answer=e.answer).decision
-            out["eval/accuracy"] = correct / len(self.heldout)
-        out.update(self.algo.evaluate())
+                greedy += list(zip(chunk, self.codec.decode(ids, mask)))
+            out["eval/accuracy"] = sum(ver.verify(e.prompt, t, answer=e.answer).decision for e, t in greedy) / len(self.heldout)
+        out.update(self.algo.evaluate(greedy))
         return out
 
     # -- checkpoints ---------------------------------------------------------------------------------

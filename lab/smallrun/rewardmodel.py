@@ -177,23 +177,27 @@ class RewardSource:
             return score_texts(self.model, self.ctx.codec, prompts, responses).float().cpu()
 
     @torch.no_grad()
-    def evaluate(self, policy) -> dict:
-        held = self.ctx.task.heldout(self.ctx.cfg.eval_size)
-        prompts = [e.prompt for e in held]
-        from lab.smallrun.decoding import sample
-
-        ids, mask, _ = sample(policy, self.ctx.codec, prompts, self.ctx.cfg.max_new_tokens, greedy=True)
-        return {"eval/proxy_reward": float(self.scores(prompts, self.ctx.codec.decode(ids, mask)).mean())}
+    def evaluate(self, policy, greedy: Optional[list] = None) -> dict:
+        """``greedy``: the loop's greedy held-out completions, [(Example, text)]; None decodes them here."""
+        greedy = greedy if greedy is not None else _greedy_heldout(self.ctx, policy)
+        prompts, texts = [e.prompt for e, _ in greedy], [t for _, t in greedy]
+        return {"eval/proxy_reward": float(self.scores(prompts, texts).mean())}
 
 
 @torch.no_grad()
-def verifier_proxy_eval(ctx, policy, verifier) -> dict:
-    """``eval/proxy_reward`` for a checker used as the training reward (``reward_verifier="hackable"``): its acceptance
-    rate on the policy's greedy completions of the held-out prompts; the loop's ``eval/accuracy`` is the exact
-    verifier's on the same prompts, so the two curves are proxy and gold side by side."""
+def _greedy_heldout(ctx, policy) -> list:
+    """[(Example, greedy completion)] for the run's held-out prompts (the loop's evaluation decodes the same)."""
     from lab.smallrun.decoding import sample
 
     held = ctx.task.heldout(ctx.cfg.eval_size)
     ids, mask, _ = sample(policy, ctx.codec, [e.prompt for e in held], ctx.cfg.max_new_tokens, greedy=True)
-    texts = ctx.codec.decode(ids, mask)
-    return {"eval/proxy_reward": sum(verifier.verify(e.prompt, t, answer=e.answer).decision for e, t in zip(held, texts)) / len(held)}
+    return list(zip(held, ctx.codec.decode(ids, mask)))
+
+
+@torch.no_grad()
+def verifier_proxy_eval(ctx, policy, verifier, greedy: Optional[list] = None) -> dict:
+    """``eval/proxy_reward`` for a checker used as the training reward (``reward_verifier="hackable"``): its acceptance
+    rate on the policy's greedy completions of the held-out prompts; the loop's ``eval/accuracy`` is the exact
+    verifier's on the same prompts, so the two curves are proxy and gold side by side."""
+    greedy = greedy if greedy is not None else _greedy_heldout(ctx, policy)  # the loop's completions when given
+    return {"eval/proxy_reward": sum(verifier.verify(e.prompt, t, answer=e.answer).decision for e, t in greedy) / len(greedy)}

@@ -7,8 +7,10 @@ schedule, checkpoints, resume, evaluation, the step loop. An algorithm owns its 
   its reference and its data (``resume``: reload what it wrote in ``ctx.out`` instead of rebuilding it);
 - ``step(step) -> (metrics, samples | None)``: one training step that calls ``ctx.optimize(loss)`` once or
   more; metrics are named as TRL names them; ``samples`` (a dict, or None) is shown beside the charts;
-- ``evaluate() -> dict``: its extra held-out metrics (``eval/...``); the loop adds greedy exact match
-  ``eval/accuracy`` itself when ``greedy_eval`` is true (it decodes ``self.policy``);
+- ``evaluate(greedy) -> dict``: its extra held-out metrics (``eval/...``); the loop adds greedy exact match
+  ``eval/accuracy`` itself when ``greedy_eval`` is true (it decodes ``self.policy`` once) and passes those
+  completions as ``greedy`` (a list of (Example, text), or None), so a proxy scores the same texts without a
+  second decode;
 - ``trained() -> {name: module}``: what the checkpoint holds, the main module first (saved with
   ``save_pretrained``, so it loads with plain transformers; further modules, e.g. a value model, are saved
   beside it as ``NAME.safetensors`` + ``NAME.config.json``);
@@ -41,7 +43,7 @@ class Algorithm:
     def step(self, step: int) -> tuple[dict, Optional[dict]]:
         raise NotImplementedError
 
-    def evaluate(self) -> dict:
+    def evaluate(self, greedy: Optional[list] = None) -> dict:
         return {}
 
     def trained(self) -> dict[str, torch.nn.Module]:

@@ -120,9 +120,9 @@ class DPO(Algorithm):
                 "logps/rejected": float(r.detach().mean())}, samples
 
     @torch.no_grad()
-    def evaluate(self) -> dict:
+    def evaluate(self, greedy=None) -> dict:
         """Held-out preference accuracy (does the policy rank the correct answer higher?) and implicit-reward margins."""
-        proxy = self.reward_source.evaluate(self.policy) if self.reward_source else {}  # --reward-model: eval/proxy_reward
+        proxy = self.reward_source.evaluate(self.policy, greedy) if self.reward_source else {}  # --reward-model: eval/proxy_reward
         if not self.heldout_pairs:
             return proxy
         self.policy.eval()

@@ -97,9 +97,9 @@ class GRPO(Algorithm):
             metrics["reward/verifier"] = float(verified.mean())
         return metrics, samples
 
-    def evaluate(self) -> dict:
+    def evaluate(self, greedy=None) -> dict:
         if self.reward_source:
-            return self.reward_source.evaluate(self.policy)
+            return self.reward_source.evaluate(self.policy, greedy)
         if self.cfg.reward_verifier != "exact":
-            return verifier_proxy_eval(self.ctx, self.policy, self.reward_checker)
+            return verifier_proxy_eval(self.ctx, self.policy, self.reward_checker, greedy)
         return {}

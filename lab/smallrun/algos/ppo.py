@@ -116,9 +116,9 @@ class PPO(Algorithm):
             metrics["reward/verifier"] = float(verified.mean())  # the gold reward on the same samples
         return metrics, samples
 
-    def evaluate(self) -> dict:
+    def evaluate(self, greedy=None) -> dict:
         if self.reward_model:
-            return self.reward_model.evaluate(self.policy)
+            return self.reward_model.evaluate(self.policy, greedy)
         if self.cfg.reward_verifier != "exact":
-            return verifier_proxy_eval(self.ctx, self.policy, self.reward_checker)
+            return verifier_proxy_eval(self.ctx, self.policy, self.reward_checker, greedy)
         return {}

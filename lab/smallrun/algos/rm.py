@@ -80,7 +80,7 @@ class RewardModel(DPO):
                 "rewards/chosen": float(rc.detach().mean()), "rewards/rejected": float(rr.detach().mean())}, samples
 
     @torch.no_grad()
-    def evaluate(self) -> dict:
+    def evaluate(self, greedy=None) -> dict:
         """Held-out pairwise accuracy (is the correct answer scored higher?) and the mean score margin."""
         if not self.heldout_pairs:
             return {}
