@@ -785,7 +785,6 @@ def advantage_bias_variance(runs: Sequence[PlaygroundRun], step: int = 0) -> tup
     if not runs:
         raise ValueError("runs must hold at least one run")
     errs: dict[tuple[int, int], list[float]] = {}
-    sp_state, sp_token = None, None
     for run in runs:
         if run.samples[step] is None or run.advantage_targets[step] is None:
             raise ValueError("runs must be sampled (exact=False) with advantage='gae' or baseline='value'")

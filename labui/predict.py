@@ -14,7 +14,7 @@ as ``{"question", "guess", "answer", "correct"}``; :func:`score` sums them.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import streamlit as st
 

@@ -12,7 +12,7 @@ import torch
 
 from lab.models import char_tokenizer, tiny_gpt2
 from lab.smallrun import RunConfig, SmallRun
-from lab.smallrun.rewardmodel import check_reward_model, last_token_index, scalar_head_model, score_texts, sequence_scores
+from lab.smallrun.rewardmodel import check_reward_model, last_token_index, scalar_head_model, score_texts
 from lab.smallrun.decoding import Codec
 
 
