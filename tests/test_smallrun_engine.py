@@ -2,6 +2,8 @@
 
 import math
 
+import dataclasses
+
 import pytest
 
 import torch
@@ -91,6 +93,11 @@ def test_base_stage_is_a_pipeline_step_and_a_stop_in_it_resumes(tmp_path):
     s = run.run()
     assert s["stopped"] and events[0] == {"type": "phase", "phase": "base", "steps": 6}
     assert not (tmp_path / "g" / "base" / "final").exists()
+    # a fresh start in that directory would resume the base stage under its old config: refused, nothing written
+    before = sorted(str(p) for p in (tmp_path / "g").rglob("*"))
+    with pytest.raises(ValueError, match="already holds a run .*base stage.*resume"):
+        SmallRun(dataclasses.replace(cfg, task="sorting", seed=7, base_steps=3), tmp_path / "g")
+    assert sorted(str(p) for p in (tmp_path / "g").rglob("*")) == before
     again = SmallRun(RunConfig(), tmp_path / "g", resume=True)
     s2 = again.run()
     assert not s2["stopped"] and again.step == 3 and (tmp_path / "g" / "base" / "final").exists()

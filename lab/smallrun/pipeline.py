@@ -58,7 +58,16 @@ class SmallRun:
         if self.base_cfg is None or stage_done(self.out / "base"):
             self.main.prepare()  # models built now (and the checkpoint loaded on resume): .model and .step are there
 
-    preflight = staticmethod(preflight)
+    @staticmethod
+    def preflight(config: RunConfig, out: str | Path, resume: bool = False):
+        """``loop.preflight`` (the whole config and the run directory, nothing created), and one pipeline rule: a
+        fresh start is refused where a stopped base stage already has a checkpoint (it is part of that directory's
+        run, and would be resumed under its old config)."""
+        config, env = preflight(config, out, resume)
+        if not resume and base_stage_config(config) is not None and rundir.RunDir.has_run(Path(out) / "base"):
+            raise rundir.RunDirError(f"out: {out} already holds a run (its base stage in {Path(out) / 'base'} has a "
+                                     "checkpoint); pass resume=True (--resume) or choose another directory")
+        return config, env
 
     # the main stage's state, as the engine exposed it
     @property
