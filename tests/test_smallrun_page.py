@@ -409,3 +409,32 @@ def test_reading_a_directory_without_a_run_is_no_error(tmp_path):
         assert read_ledger_metrics(d) == ([], {}) and not request_stop(d)
     assert find_live_runs(tmp_path / "none") == [] and find_live_runs(tmp_path) == []
     assert list(tmp_path.iterdir()) == []  # reading created nothing
+
+
+def test_a_stop_whose_checkpoint_fails_reads_as_failed_not_stopped(tmp_path):
+    """A full disk during the stop checkpoint is a failure with its error, never a clean stop (the page would promise
+    a checkpoint that is not there)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from lab.smallrun import RunConfig
+
+    root = Path(__file__).resolve().parent.parent
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "from lab.smallrun import loop, rundir\n"
+        "def save_checkpoint(self, final=False):\n"
+        "    self.stop_event.set()  # a stop is pending when the write fails\n"
+        "    raise rundir.CheckpointWriteError('No space left on device (test)')\n"
+        "loop.Loop.save_checkpoint = save_checkpoint\n")
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "lab.smallrun.worker", "--out", str(out), "--config",
+                        json.dumps(RunConfig(model_size="tiny", steps=3, batch_size=4, eval_size=4, save_every=1).to_dict())],
+                       capture_output=True, text=True, timeout=300, cwd=root,
+                       env={**os.environ, "PYTHONPATH": f"{hook}{os.pathsep}{root}"})
+    status = json.loads((out / "status.json").read_text())
+    assert r.returncode == 1 and status["state"] == "failed", (status, (out / "worker.log").read_text()[-1500:])
+    assert "CheckpointWriteError" in status["error"] and "No space left" in status["error"]

@@ -190,12 +190,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         status.write(state="stopped" if s.get("stopped") else "done", eta_s=None, next=nxt)  # a page waits for `next` to report
     except BaseException as exc:  # noqa: BLE001 — reported in the status file, the process then exits non-zero
         traceback.print_exc()
-        if stop_event.is_set() and isinstance(exc, (RuntimeError, KeyboardInterrupt)):
-            # the base stage stopped (its checkpoint is kept); the run resumes from there
-            status.write(state="stopped", eta_s=None, error=None, note=str(exc))
-        else:
-            status.write(state="failed", eta_s=None, error=f"{type(exc).__name__}: {exc}")
-            code = 1
+        # a stop never raises (the loop returns after its stop checkpoint; signals only set stop_event), so an
+        # exception is a failure even when a stop was pending: e.g. the stop checkpoint hit a full disk. The page
+        # then says "failed" with the error, and Resume continues from the last complete checkpoint.
+        status.write(state="failed", eta_s=None, error=f"{type(exc).__name__}: {exc}")
+        code = 1
     finally:
         try:
             if stop_requested(out, os.getpid()):
