@@ -6,7 +6,11 @@ Builds the navigation over the files in pages/, grouped by chapter, in the cours
 import streamlit as st
 import torch
 
+import lab.playground  # noqa: F401  (the libraries every page uses, imported before the freeze below)
+import labui
+
 torch.set_num_threads(1)  # tiny tensors: one thread is faster and keeps the page responsive
+labui.freeze_startup_objects()  # once per server, before any page runs: no full garbage collection over the libraries
 
 st.set_page_config(page_title="Post-Training Lab", page_icon="🧪", layout="wide")
 st.session_state["_lab_app_ran"] = True  # pages check this: see labui.route_through_app
@@ -46,7 +50,3 @@ PAGES = {
 }
 
 st.navigation(PAGES, expanded=True).run()  # all chapters visible (the projector toggle shares the sidebar)
-
-from labui import freeze_startup_objects  # noqa: E402  (after the first page run: its imports are loaded too)
-
-freeze_startup_objects()  # no full garbage collection over the imported libraries in the middle of a rerun

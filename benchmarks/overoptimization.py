@@ -11,7 +11,8 @@ The demo recipe (the defaults), per seed:
 2. ``grpo`` from the same base stage with ``--reward-model`` set to that proxy (lr 1e-4, 400 steps, evaluation every
    25 steps). It prints
    both curves: the proxy score of the greedy held-out completions (``eval/proxy_reward``) and the verifier's held-out
-   exact match (``eval/accuracy``, the gold score). Then it prints the proxy's rise, the gold peak and the gold drop
+   exact match (``eval/accuracy``, the gold score), against d = √KL, where KL is the sequence-level KL to the
+   starting policy (``eval/kl``), and Gao et al.'s RL form fitted to gold against d. Then it prints the proxy's rise, the gold peak and the gold drop
    from that peak to the end, and the mean completion length.
 3. Best-of-N with the same proxy on the base policy (``lab.smallrun.evaluate.best_of_n_with_proxy``): N = 1 … 64
    samples per held-out prompt, the proxy's favourite kept. It prints the pick's proxy score and gold accuracy
@@ -39,6 +40,7 @@ torch.set_num_threads(1)
 
 
 def run_seed(seed: int, a: argparse.Namespace, root: Path) -> dict:
+    from lab.proxy import run_curves
     from lab.smallrun import RunConfig, SmallRun
     from lab.smallrun.evaluate import best_of_n_with_proxy
 
@@ -58,8 +60,14 @@ def run_seed(seed: int, a: argparse.Namespace, root: Path) -> dict:
     steps_at = [h["step"] for h in evals]
     lengths = [h["completions/mean_length"] for h in run.history if h["type"] == "step"]
     peak = max(range(len(gold)), key=gold.__getitem__)
+    curves = run_curves(str(pol_dir))  # d = √KL of whole completions at each evaluation (eval/kl), and Gao's RL fit
+    try:
+        _, _, alpha, beta, _ = curves.gao_fit("rl")
+    except ValueError:
+        alpha = beta = float("nan")
     bon = best_of_n_with_proxy(rm_dir / "base" / "final", rm_dir / "final", n_cases=a.bon_cases, n_max=64, seed=seed).curve
-    return {"seed": seed, "rm_heldout_acc": rs["after"], "steps": steps_at, "proxy": proxy, "gold": gold,
+    return {"seed": seed, "rm_heldout_acc": rs["after"], "steps": steps_at, "proxy": proxy, "gold": gold, "d": curves.eval_d,
+            "gao_alpha": alpha, "gao_beta": beta,
             "proxy_rise": max(proxy) - proxy[0], "gold_start": gold[0], "gold_peak": gold[peak], "gold_peak_step": steps_at[peak],
             "gold_end": gold[-1], "gold_drop_from_peak": gold[peak] - gold[-1], "length_first_10": statistics.fmean(lengths[:10]),
             "length_last_10": statistics.fmean(lengths[-10:]), "bon": bon, "wall_s": time.perf_counter() - t0}
@@ -88,8 +96,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             rows.append(r)
             print(f"seed {s}: proxy reward model (rm_bias={a.rm_bias}) held-out preference accuracy "
                   f"{100 * r['rm_heldout_acc']:.1f}%  [{r['wall_s']:.0f} s]")
-            for st, p, g in zip(r["steps"], r["proxy"], r["gold"]):
-                print(f"  {a.algorithm} step {st:4d}  proxy {p:+.3f}  gold {100 * g:5.1f}%")
+            for st, dd, p, g in zip(r["steps"], r["d"], r["proxy"], r["gold"]):
+                print(f"  {a.algorithm} step {st:4d}  d=√KL {dd:.3f}  proxy {p:+.3f}  gold {100 * g:5.1f}%")
+            print(f"  Gao et al.'s RL form fitted to gold against d: α = {r['gao_alpha']:.3f}, β = {r['gao_beta']:.3f}")
             print(f"  proxy {r['proxy'][0]:+.3f} -> max {max(r['proxy']):+.3f}; gold {100 * r['gold_start']:.1f}% -> peak "
                   f"{100 * r['gold_peak']:.1f}% at step {r['gold_peak_step']} -> {100 * r['gold_end']:.1f}% (drop from peak "
                   f"{100 * r['gold_drop_from_peak']:.1f} points); mean completion length {r['length_first_10']:.2f} -> "

@@ -136,11 +136,14 @@ def page(repeats: int) -> None:
     shared = fresh_cache()  # one compiled copy for every run, as a server's script cache keeps it
     local_script_runner.ScriptCache = lambda: shared
 
-    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
-    assert not at.exception, [e.value for e in at.exception]
+    import labui  # noqa: F401  (app.py imports the libraries, then freezes them, before any page runs)
+    import labui.predict  # noqa: F401
+    import labui.share  # noqa: F401
     from labui import freeze_startup_objects
 
-    freeze_startup_objects()  # as app.py does after a server's first page run
+    freeze_startup_objects()
+    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
     same = spread_ms(lambda: at.run(), repeats)
     epochs = iter(range(2, 50))
 

@@ -421,11 +421,11 @@ class RunCurves:
     eval_steps: list[int]  # steps of the eval records
     gold: list[float]  # eval/accuracy: the task's verifier, greedy on held-out prompts
     proxy: list[float]  # eval/proxy_reward: mean reward-model score of the same completions (nan where absent)
-    eval_d: list[float]  # √KL from the step record at the same step, where logged (nan otherwise)
+    eval_d: list[float]  # √KL of whole completions at each evaluation, where logged (nan otherwise); see run_curves
     steps: list[int]  # steps of the step records
     reward: list[float]  # the reward trained on (the proxy, with a reward model)
     reward_verifier: list[float]  # reward/verifier on the same samples (nan where absent)
-    kl: list[float]  # the step's logged KL to the reference (nan where absent)
+    kl: list[float]  # the step's sequence-level KL to the reference, PPO's objective/kl (nan where absent)
 
     @property
     def has_proxy(self) -> bool:
@@ -439,12 +439,12 @@ class RunCurves:
 
     def gao_fit(self, form: GaoForm = "rl") -> tuple[list[float], list[float], float, float, list[float]]:
         """Gao et al.'s form fitted to the measured gold accuracy against √KL [Gao et al. 2022, §3, eq. 2 for RL]:
-        ``(d, gold, α, β, fitted gold)`` over the eval records whose step logged a KL. The gain is measured from the
-        first such record's gold accuracy. Raises ``ValueError`` when fewer than two records with d > 0 have a KL."""
+        ``(d, gold, α, β, fitted gold)`` over the eval records that have a sequence-level KL (``eval_d``). The gain is
+        measured from the first such record's gold accuracy. Raises ``ValueError`` when fewer than three have one."""
         pts = [(d, g) for d, g in zip(self.eval_d, self.gold) if d == d and g == g]
         if len(pts) < 3:
-            raise ValueError(f"run_dir: {self.run} logged a KL at {len(pts)} evaluations; Gao's fit needs at least 3 "
-                             f"(train with a KL penalty, --kl-beta > 0, so that KL is logged)")
+            raise ValueError(f"run_dir: {self.run} has a sequence-level KL at {len(pts)} evaluations; Gao's fit needs at "
+                             "least 3 (runs against --reward-model or the hackable checker log eval/kl; PPO logs objective/kl)")
         d, gold = [p[0] for p in pts], [p[1] for p in pts]
         alpha, beta = fit_gao(d, [g - gold[0] for g in gold], form)
         fitted = [gold[0] + v for v in gao_gold_score(d, alpha, beta, form).tolist()]
@@ -461,9 +461,17 @@ def _ledger_number(rec: dict, key: str) -> float:
 def run_curves(run_dir: str) -> RunCurves:
     """Steps, proxy reward and gold accuracy of a small run (``lab.smallrun``) from its ledger.
 
-    Eval records give ``eval/accuracy`` (gold) and ``eval/proxy_reward`` (proxy); step records give ``reward``,
-    ``reward/verifier`` and ``kl`` where logged. Only complete lines are read (a run still writing its last line
-    is fine). ``run_dir`` must be a lab run directory with a ledger.
+    - Eval records give ``eval/accuracy`` (gold) and ``eval/proxy_reward`` (proxy).
+    - Step records give ``reward``, ``reward/verifier`` and ``objective/kl`` where logged.
+    - d = √KL at each evaluation comes from the eval record's ``eval/kl``: the sequence-level KL to the starting
+      policy, logged by runs against a proxy. Failing that it comes from the same step's ``objective/kl`` (PPO, also
+      sequence-level), and step 0 counts as 0. GRPO's ``kl`` (a per-token mean of k3, logged only with
+      ``--kl-beta``) is a different quantity and is not used.
+    - A step or evaluation that appears twice, because a resume after a crash replayed it, counts once: the last
+      record wins, as on the run charts.
+
+    Only complete lines are read, so a run still writing its last line is fine. ``run_dir`` must be a lab run
+    directory with a ledger.
     """
     from pathlib import Path
 
@@ -478,10 +486,14 @@ def run_curves(run_dir: str) -> RunCurves:
         raise ValueError(f"run_dir: {path} has no {LEDGER}")
     records, _ = ChainLedger(path / LEDGER).read()
     config = next((r.get("config", {}) for r in records if r.get("type") == "config"), {})
-    steps_rec = [r for r in records if r.get("type") == "step" and isinstance(r.get("step"), int)]
-    evals = [r for r in records if r.get("type") == "eval" and isinstance(r.get("step"), int)]
-    kl_at = {r["step"]: _ledger_number(r, "kl") for r in steps_rec}
-    eval_kl = [kl_at.get(r["step"], 0.0 if r["step"] == 0 else float("nan")) for r in evals]  # step 0 is the start: KL 0
+    def last_per_step(kind: str) -> list[dict]:  # a replayed step's last record, in step order
+        by_step = {r["step"]: r for r in records if r.get("type") == kind and isinstance(r.get("step"), int)}
+        return [by_step[k] for k in sorted(by_step)]
+
+    steps_rec, evals = last_per_step("step"), last_per_step("eval")
+    kl_at = {r["step"]: _ledger_number(r, "objective/kl") for r in steps_rec}
+    eval_kl = [_ledger_number(r, "eval/kl") if "eval/kl" in r else kl_at.get(r["step"], 0.0 if r["step"] == 0 else float("nan"))
+               for r in evals]  # step 0 is the start: KL 0
     return RunCurves(
         run=str(path), algorithm=str(config.get("algorithm", "")),
         eval_steps=[r["step"] for r in evals],
@@ -491,13 +503,13 @@ def run_curves(run_dir: str) -> RunCurves:
         steps=[r["step"] for r in steps_rec],
         reward=[_ledger_number(r, "reward") for r in steps_rec],
         reward_verifier=[_ledger_number(r, "reward/verifier") for r in steps_rec],
-        kl=[_ledger_number(r, "kl") for r in steps_rec],
+        kl=[_ledger_number(r, "objective/kl") for r in steps_rec],
     )
 
 
 def proxy_runs(runs_dir: str) -> list[str]:
-    """Names of the runs under ``runs_dir`` whose ledger's eval records carry ``eval/proxy_reward`` (trained
-    against a reward model), sorted. A missing ``runs_dir`` has none."""
+    """Names of the runs under ``runs_dir`` whose ledger's eval records carry ``eval/proxy_reward`` (trained against a
+    reward model or the hackable checker), sorted. A missing ``runs_dir`` has none."""
     from pathlib import Path
 
     if not isinstance(runs_dir, (str, Path)):

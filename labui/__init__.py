@@ -225,13 +225,17 @@ _startup_objects_frozen = False
 
 
 def freeze_startup_objects() -> None:
-    """Once per server process: hide the objects alive after the first page run (torch, plotly, streamlit and the
-    lab's modules; about 230 000) from the cyclic garbage collector.
+    """Once per server process, before any page runs (``app.py`` calls it after importing the libraries): hide the
+    objects alive at that moment from the cyclic garbage collector. They are modules, classes and functions of torch,
+    plotly, streamlit and the lab, about 200 000 of them.
 
     Without it, the occasional full collection walks all of them, and the rerun that triggers it takes about twice
     as long. On the Dynamics page a seed change normally takes about 90 ms, and about one rerun in ten took 200–217 ms
-    instead (``benchmarks/playground_speed.py``). These objects live as long as the server. Anything that dies
-    later is still freed by reference counting (``gc.freeze``).
+    instead (``benchmarks/playground_speed.py``).
+
+    Call it before a page runs, never inside one. A page's namespace is a reference cycle (its functions point back
+    at its globals). Once frozen, that cycle would never be collected, and with it everything the page computed.
+    Objects created after the freeze are collected as usual.
     """
     global _startup_objects_frozen
     if not _startup_objects_frozen:

@@ -12,7 +12,7 @@ from lab.smallrun import evaluate as se
 from lab.smallrun.tasks import TASKS
 from labui import colors, course_nav, figure, header, route_through_app, shows_errors
 from labui.predict import ask_chapter
-from labui.share import Param, choice, flag, number, restore_from_url, write_to_url
+from labui.share import Param, choice, flag, number, plain, restore_from_url, write_to_url
 
 route_through_app(__file__)  # deep links on a fresh server: see labui.route_through_app
 
@@ -91,7 +91,7 @@ with shows_errors():
         conditions = (f"greedy decoding with at most {eval_a.max_new_tokens} new tokens and the {eval_a.verifier} verifier; pass@k from "
                       f"{eval_a.n_samples} samples per case at temperature {eval_a.temperature:g}, sampling seed {eval_a.seed}")
         old_task = f"the {other} task ({old_a.n_cases} held-out cases, greedy)"
-        st.caption(f"Evaluated here: A {pick_a}, B {pick_b}, on the same {eval_a.n_cases} held-out {task} cases. Greedy accuracy "
+        st.caption(f"Evaluated here: A {plain(pick_a)}, B {plain(pick_b)}, on the same {eval_a.n_cases} held-out {task} cases. Greedy accuracy "
                    f"A {eval_a.accuracy:.1%}, B {eval_b.accuracy:.1%}. Confidence for the abstaining variant: the per-token "
                    "geometric-mean probability of the candidate's greedy answer.")
     elif source == "demo":
@@ -180,9 +180,9 @@ with shows_errors():
         population = "the uploaded cases"
     if claim_metric is None or (col_a, col_b) != ("baseline", "candidate"):
         claim_metric = f"mean of {col_b} − {col_a}"
-    st.info(ev.bounded_claim(ids.get(col_b, col_b), ids.get(col_a, col_a), claim_metric, paired, population,
-                             conditions, old_task if ret else "no old task", ret,
-                             "training-seed variation, other populations, safety behaviour"))
+    st.info(plain(ev.bounded_claim(ids.get(col_b, col_b), ids.get(col_a, col_a), claim_metric, paired, population,
+                                   conditions, old_task if ret else "no old task", ret,
+                                   "training-seed variation, other populations, safety behaviour")))  # names from uploads and runs
 write_to_url(PARAMS)
 
 st.subheader("Predict, then reveal")

@@ -191,14 +191,19 @@ def show_stage(stage: str, out: Path, previous: Optional[Path]) -> str:
     """One stage of the pipeline: its state, step, result and checkpoint; returns its state."""
     s = read_status(out) if out.exists() else {"state": "not started", "known": False}
     state = s["state"] if s.get("known") else ("finished earlier" if stage_finished(out) else "not started")
-    if state == "not started" and previous is not None and read_status(previous).get("next") == str(out.resolve()):
+    before = read_status(previous) if previous is not None else {}
+    if state == "not started" and before.get("next") == str(out.resolve()):
         state = "starting"  # the stage before started this one's worker; it has not reported yet
+    elif state == "not started" and before.get("next_error"):
+        state = "could not start"  # the stage before checked this one and refused to start it
     st.markdown(f"**{STAGE_TITLES[stage]}** — `{out.name}` — {state}")
     if state in RUNNING and s.get("total"):
         where = "base stage, " if s.get("phase") == "base" else ""
         st.progress(min(1.0, (s.get("step") or 0) / s["total"]), text=f"{where}step {s.get('step') or 0} / {s['total']}")
     elif state == "failed":
         st.error(f"failed: {plain(s.get('error') or 'no message')} (output in `{out}/worker.log`)")
+    elif state == "could not start":
+        st.error(plain(before["next_error"]))
     summary = ledger_summary(out) if (out / "ledger.jsonl").exists() else None
     if summary:
         st.caption(plain(stage_summary(summary)) + (f" · checkpoint `{out / 'final'}`" if (out / "final").exists() else ""))
@@ -295,7 +300,8 @@ else:
         ev_a, cfg_a = read_ledger_metrics(RUNS / first)
         df_a = metric_frame(ev_a)
         df_b = metric_frame(read_ledger_metrics(RUNS / second)[0]) if second != "(none)" else None
-        st.caption(f"{first}: {cfg_a.get('algorithm', '?')} on {cfg_a.get('task', '?')}, lr {cfg_a.get('lr')}, seed {cfg_a.get('seed')}"
+        st.caption(f"{plain(first)}: {plain(str(cfg_a.get('algorithm', '?')))} on {plain(str(cfg_a.get('task', '?')))}, "
+                   f"lr {plain(str(cfg_a.get('lr')))}, seed {plain(str(cfg_a.get('seed')))}"
                    + (" — training now; its charts grow as you rerun" if first in training else ""))
         if first in training and second == "(none)" and cur_dir and Path(cur_dir).resolve() == (RUNS / first).resolve():
             st.caption("Its charts are the live ones above (drawn once: every chart costs the training machine CPU).")

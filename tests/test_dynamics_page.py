@@ -224,7 +224,18 @@ def test_freeze_startup_objects_freezes_once_per_process():
     labui.freeze_startup_objects()
     frozen = gc.get_freeze_count()
     assert frozen > 10_000 and labui._startup_objects_frozen
-    junk = [[i] for i in range(1000)]  # new objects after the freeze stay collectable
     labui.freeze_startup_objects()
     assert gc.get_freeze_count() <= frozen  # not frozen again
-    del junk
+
+    # what a page run creates afterwards (its namespace is a reference cycle) is still collected
+    import weakref
+
+    class Figure:
+        pass
+
+    namespace = {"fig": Figure()}
+    namespace["self"] = namespace  # a cycle, as a page's globals and its functions make
+    alive = weakref.ref(namespace["fig"])
+    del namespace
+    gc.collect()
+    assert alive() is None

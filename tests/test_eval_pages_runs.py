@@ -56,12 +56,12 @@ def _rm_run(path: Path) -> None:
 PROXY_LEDGER = [
     {"type": "config", "config": {"algorithm": "grpo", "task": "reversal"}},
     {"type": "eval", "step": 0, "eval/accuracy": 0.30, "eval/proxy_reward": 0.10},
-    {"type": "step", "step": 10, "reward": 0.4, "reward/verifier": 0.35, "kl": 0.02},
-    {"type": "eval", "step": 10, "eval/accuracy": 0.45, "eval/proxy_reward": 0.40},
-    {"type": "step", "step": 20, "reward": 0.7, "reward/verifier": 0.25, "kl": 0.09},
-    {"type": "eval", "step": 20, "eval/accuracy": 0.25, "eval/proxy_reward": 0.75},
-    {"type": "step", "step": 30, "reward": 0.9, "reward/verifier": 0.10, "kl": 0.30},
-    {"type": "eval", "step": 30, "eval/accuracy": 0.15, "eval/proxy_reward": 0.95},
+    {"type": "step", "step": 10, "reward": 0.4, "reward/verifier": 0.35},
+    {"type": "eval", "step": 10, "eval/accuracy": 0.45, "eval/proxy_reward": 0.40, "eval/kl": 0.02},
+    {"type": "step", "step": 20, "reward": 0.7, "reward/verifier": 0.25},
+    {"type": "eval", "step": 20, "eval/accuracy": 0.25, "eval/proxy_reward": 0.75, "eval/kl": 0.09},
+    {"type": "step", "step": 30, "reward": 0.9, "reward/verifier": 0.10},
+    {"type": "eval", "step": 30, "eval/accuracy": 0.15, "eval/proxy_reward": 0.95, "eval/kl": 0.30},
 ]
 
 

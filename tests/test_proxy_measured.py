@@ -81,14 +81,14 @@ def _write_run(path, records, tail: bytes = b""):
             f.write(tail)
 
 
-RECORDS = [
-    {"type": "config", "config": {"algorithm": "grpo", "task": "reversal"}},
+RECORDS = [  # a PPO ledger: the sequence-level KL is the step's objective/kl
+    {"type": "config", "config": {"algorithm": "ppo", "task": "reversal"}},
     {"type": "eval", "step": 0, "eval/accuracy": 0.30, "eval/proxy_reward": 0.10},
-    {"type": "step", "step": 1, "reward": 0.2, "reward/verifier": 0.25, "kl": 0.0},
-    {"type": "step", "step": 2, "reward": 0.4, "reward/verifier": 0.30, "kl": 0.04},
+    {"type": "step", "step": 1, "reward": 0.2, "reward/verifier": 0.25, "objective/kl": 0.0},
+    {"type": "step", "step": 2, "reward": 0.4, "reward/verifier": 0.30, "objective/kl": 0.04},
     {"type": "eval", "step": 2, "eval/accuracy": 0.45, "eval/proxy_reward": 0.50},
-    {"type": "step", "step": 3, "reward": 0.7, "reward/verifier": 0.20, "kl": -1e-9},
-    {"type": "step", "step": 4, "reward": 0.9, "reward/verifier": 0.10, "kl": 0.25},
+    {"type": "step", "step": 3, "reward": 0.7, "reward/verifier": 0.20, "objective/kl": -1e-9},
+    {"type": "step", "step": 4, "reward": 0.9, "reward/verifier": 0.10, "objective/kl": 0.25},
     {"type": "eval", "step": 4, "eval/accuracy": 0.20, "eval/proxy_reward": 0.90},
 ]
 
@@ -97,7 +97,7 @@ def test_run_curves_reads_a_hand_written_ledger(tmp_path):
     run = tmp_path / "runs" / "hacked"
     _write_run(run, RECORDS, tail=b'{"type": "eval", "step": 6, "eval/acc')  # a line still being written: ignored
     c = proxy.run_curves(str(run))
-    assert c.algorithm == "grpo"
+    assert c.algorithm == "ppo"
     assert c.eval_steps == [0, 2, 4] and c.gold == [0.30, 0.45, 0.20] and c.proxy == [0.10, 0.50, 0.90]
     assert c.eval_d == [0.0, pytest.approx(0.2), pytest.approx(0.5)]
     assert c.steps == [1, 2, 3, 4] and c.reward == [0.2, 0.4, 0.7, 0.9] and c.reward_verifier == [0.25, 0.30, 0.20, 0.10]
@@ -117,11 +117,32 @@ def test_gao_fit_of_a_run_recovers_known_parameters(tmp_path):
     gold = [0.2 + v for v in proxy.gao_gold_score(d, 0.5, 0.8, "rl").tolist()]
     recs = [{"type": "config", "config": {"algorithm": "grpo"}}]
     for i, (di, gi) in enumerate(zip(d, gold)):
-        recs += [{"type": "step", "step": 10 * i, "reward": 0.1 * i, "kl": di * di}, {"type": "eval", "step": 10 * i, "eval/accuracy": gi,
-                                                                                     "eval/proxy_reward": 0.1 * i}]
+        recs += [{"type": "step", "step": 10 * i, "reward": 0.1 * i}, {"type": "eval", "step": 10 * i, "eval/accuracy": gi,
+                                                                      "eval/proxy_reward": 0.1 * i, "eval/kl": di * di}]
     _write_run(tmp_path / "r", recs)
     _, _, alpha, beta, _ = proxy.run_curves(tmp_path / "r").gao_fit()
     assert (alpha, beta) == pytest.approx((0.5, 0.8), abs=1e-9)
+
+
+def test_run_curves_take_the_eval_kl_ignore_grpo_token_kl_and_count_a_replayed_step_once(tmp_path):
+    """eval/kl (sequence-level) gives d; GRPO's per-token k3 `kl` is not a sequence KL and gives none; a step and an
+    evaluation replayed by a resume after a crash count once, the last record winning."""
+    recs = [{"type": "config", "config": {"algorithm": "grpo"}},
+            {"type": "eval", "step": 0, "eval/accuracy": 0.5, "eval/proxy_reward": 0.0, "eval/kl": 0.0},
+            {"type": "step", "step": 1, "reward": 0.1, "kl": 0.7},
+            {"type": "step", "step": 2, "reward": 0.2, "kl": 0.8},
+            {"type": "eval", "step": 2, "eval/accuracy": 0.6, "eval/proxy_reward": 0.3, "eval/kl": 0.16},
+            {"type": "step", "step": 3, "reward": 0.3, "kl": 0.9},
+            {"type": "step", "step": 2, "reward": 0.25, "kl": 0.8},  # the resume replays step 2 and its evaluation
+            {"type": "eval", "step": 2, "eval/accuracy": 0.62, "eval/proxy_reward": 0.31, "eval/kl": 0.25},
+            {"type": "step", "step": 3, "reward": 0.35, "kl": 0.9},
+            {"type": "eval", "step": 4, "eval/accuracy": 0.4, "eval/proxy_reward": 0.5}]
+    _write_run(tmp_path / "r", recs)
+    c = proxy.run_curves(tmp_path / "r")
+    assert c.eval_steps == [0, 2, 4] and c.gold == [0.5, 0.62, 0.4] and c.proxy == [0.0, 0.31, 0.5]
+    assert c.steps == [1, 2, 3] and c.reward == [0.1, 0.25, 0.35]
+    assert c.eval_d[:2] == [0.0, pytest.approx(0.5)] and math.isnan(c.eval_d[2])  # no eval/kl at step 4, GRPO's kl unused
+    assert all(math.isnan(k) for k in c.kl)
 
 
 def test_run_without_a_reward_model_has_no_proxy_curve(tmp_path):

@@ -134,6 +134,7 @@ def test_hackable_verifier_accepts_at_least_what_exact_accepts(runs):
     ({"n_samples": 2, "ks": [3]}, "ks"), ({"ks": [0]}, "ks"), ({"n_cases": 0}, "n_cases"), ({"n_samples": -1}, "n_samples"),
     ({"task": "poetry"}, "task"), ({"task": 3}, "task"), ({"verifier": "lenient"}, "verifier"), ({"temperature": 0.0}, "temperature"),
     ({"max_new_tokens": 200}, "max_new_tokens"), ({"seed": 1.5}, "seed"), ({"n_cases": True}, "n_cases"),
+    ({"temperature": None}, "temperature"), ({"temperature": "hot"}, "temperature"), ({"temperature": float("nan")}, "temperature"),
 ])
 def test_evaluate_bad_arguments_are_named(runs, kwargs, name):
     with pytest.raises(ValueError, match=f"^{name}"):

@@ -26,7 +26,11 @@ def test_a_short_run_logs_proxy_and_gold(tmp_path, algorithm):
     recs = read_ledger_records(tmp_path / "r")
     evals = [r for r in recs if r.get("type") == "eval"]
     steps = [r for r in recs if r.get("type") == "step"]
-    assert evals and all({"eval/accuracy", "eval/proxy_reward"} <= set(e) for e in evals)
+    assert evals and all({"eval/accuracy", "eval/proxy_reward", "eval/kl"} <= set(e) for e in evals)
+    assert evals[0]["step"] == 0 and evals[0]["eval/kl"] == 0.0  # the policy is still the reference: k1 is exactly 0
+    from lab.proxy import run_curves
+
+    assert run_curves(str(tmp_path / "r")).eval_d[0] == 0.0 and run_curves(str(tmp_path / "r")).eval_d[-1] >= 0.0
     assert all(e["eval/proxy_reward"] >= e["eval/accuracy"] for e in evals)  # the buggy checker accepts all the exact one does
     assert steps and all({"reward", "reward/verifier"} <= set(s) for s in steps)
     assert all(s["reward"] >= s["reward/verifier"] for s in steps)

@@ -438,3 +438,27 @@ def test_a_stop_whose_checkpoint_fails_reads_as_failed_not_stopped(tmp_path):
     status = json.loads((out / "status.json").read_text())
     assert r.returncode == 1 and status["state"] == "failed", (status, (out / "worker.log").read_text()[-1500:])
     assert "CheckpointWriteError" in status["error"] and "No space left" in status["error"]
+
+
+def test_a_pipeline_stage_that_cannot_start_is_reported_by_the_stage_before(tmp_path):
+    """The worker checks the next stage before starting it (as the page checks a first start); a refusal goes into its
+    own status as next_error, the next directory is left untouched, and the page shows it instead of "starting"."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from lab.smallrun import RunConfig
+
+    root = Path(__file__).resolve().parent.parent
+    foreign = tmp_path / "p-rm"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    tiny = RunConfig(model_size="tiny", steps=2, batch_size=4, eval_size=4).to_dict()
+    r = subprocess.run([sys.executable, "-m", "lab.smallrun.worker", "--out", str(tmp_path / "p-sft"), "--config", json.dumps(tiny),
+                        "--then", json.dumps([{"out": str(foreign), "config": tiny}])],
+                       capture_output=True, text=True, timeout=300, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    status = json.loads((tmp_path / "p-sft" / "status.json").read_text())
+    assert r.returncode == 0 and status["state"] == "done" and status["next"] is None, status
+    assert "cannot start" in status["next_error"] and "not a lab run" in status["next_error"]
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]

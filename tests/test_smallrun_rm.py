@@ -150,3 +150,19 @@ def test_rm_bias_length_drops_exactly_the_pairs_whose_chosen_answer_is_shorter(m
         assert train == given
     else:
         assert [(p["chosen"], p["rejected"]) for p in train] == [("abc", "ab"), ("abc", "abd"), ("abcd", ""), ("x", "y")]
+
+
+def test_reward_switches_an_algorithm_ignores_are_refused_by_name():
+    """A --reward-model or --reward-verifier the algorithm would ignore is an error, not a silent no-op; rloo takes a
+    reward model as grpo does; rm_bias does not apply to a --data file; a non-string algorithm is a ValueError."""
+    with pytest.raises(ValueError, match="^reward_model: sft does not use it"):
+        RunConfig(algorithm="sft", reward_model="x")
+    with pytest.raises(ValueError, match="^reward_verifier: rm does not use it"):
+        RunConfig(algorithm="rm", reward_verifier="hackable")
+    with pytest.raises(ValueError, match="^reward_verifier: a hackable verifier and --reward-model"):
+        RunConfig(algorithm="rloo", reward_model="x", reward_verifier="hackable")
+    with pytest.raises(ValueError, match="^rm_bias"):
+        RunConfig(algorithm="rm", rm_bias="length", data="pairs.jsonl")
+    with pytest.raises(ValueError, match="^algorithm must be one of"):
+        RunConfig(algorithm=["sft"])
+    assert RunConfig(algorithm="rloo", reward_model="x").reward_model == "x"

@@ -36,7 +36,7 @@ ALGORITHMS = {
              # 300 steps: at 200 one of seeds 0–4 gained only +14.5 points; lr 6e-4 or 1e-3 did worse (README)
              "defaults": {"steps": 300, "lr": 3e-4, "batch_size": 16}, "data": "rl",
              "fields": ["base_steps", "group_size", "temperature", "epsilon", "epsilon_high", "loss_type", "kl_beta", "num_iterations",
-                        "reward_verifier"]},
+                        "reward_model", "reward_verifier"]},
     "rm": {"description": "a reward model (scalar head on the base policy) trained with the Bradley–Terry loss on verifier-built "
                           "(or --data) preference pairs",
            # measured on seeds 0–2 (benchmarks/learning_seeds.py; README)
@@ -167,7 +167,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         """Validate every field before anything is created or trained: one ``ValueError`` naming the field."""
-        if self.algorithm not in ALGORITHMS:
+        if not isinstance(self.algorithm, str) or self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}; got {self.algorithm!r}")
         d = ALGORITHM_DEFAULTS[self.algorithm]
         for name in ("steps", "lr", "batch_size"):  # resolved once, so the stored config says what ran
@@ -210,8 +210,14 @@ class RunConfig:
             raise ValueError(f"whiten_advantages must be True or False; got {self.whiten_advantages!r}")
         if self.reward_model is not None and (not isinstance(self.reward_model, str) or not self.reward_model.strip()):
             raise ValueError(f"reward_model must be a path or None; got {self.reward_model!r}")
-        if self.reward_verifier != "exact" and self.reward_model is not None and self.algorithm in ("grpo", "ppo"):
+        for name in ("reward_model", "reward_verifier"):  # a reward switch an algorithm ignores is refused, not dropped
+            if getattr(self, name) != _FIELD_DEFAULTS[name] and name not in ALGORITHMS[self.algorithm]["fields"]:
+                users = [a for a, row in ALGORITHMS.items() if name in row["fields"]]
+                raise ValueError(f"{name}: {self.algorithm} does not use it (only {', '.join(users)} do)")
+        if self.reward_verifier != "exact" and self.reward_model is not None:
             raise ValueError("reward_verifier: a hackable verifier and --reward-model both replace the reward; choose one")
+        if self.rm_bias != "none" and self.data is not None:
+            raise ValueError("rm_bias: it filters the verifier-built pairs; a --data file's pairs are used as given")
         if self.num_mini_batches > self.batch_size:
             raise ValueError(f"num_mini_batches must be <= batch_size ({self.batch_size}); got {self.num_mini_batches}")
         if not 0 < real("epsilon") < 1:
@@ -236,6 +242,9 @@ class RunConfig:
             raise ValueError(f"config must be a JSON object; got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+_FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunConfig)}
 
 
 # ----------------------------------------------------------------------------- the fields, read from the source

@@ -19,6 +19,7 @@ reward model scores ``prompt + completion + eos``, the text a policy's completio
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -258,6 +259,8 @@ def _sampling(cfg: dict, t, n_cases: int, seed, temperature, max_new_tokens, ver
     ``max_new_tokens=None`` takes the run's setting, ``cases`` are the first ``n_cases`` held-out cases of ``t``."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer; got {seed!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not math.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number; got {temperature!r}")
     temperature = float(temperature)
     if not 0.0 < temperature <= 10.0:
         raise ValueError(f"temperature must lie in (0, 10]; got {temperature}")
@@ -360,28 +363,16 @@ def paired_cases(a: CaseEvaluation, b: CaseEvaluation) -> tuple[list[int], list[
 
 @torch.no_grad()
 def reward_scores(model, tokenizer, prompts: Sequence[str], completions: Sequence[str], batch_rows: int = 512) -> list[float]:
-    """The reward model's score of each ``prompt + completion + eos``, read at the last real token (right padding,
-    so a pad id equal to eos cannot move the read-out). (B,) floats."""
+    """The reward model's score of each (prompt, completion), encoded exactly as the reward model was trained and as
+    the training runs score their samples: prompt and completion tokenized apart, eos appended, the score read at
+    the last real token (``rewardmodel.score_texts``). (B,) floats."""
+    from lab.smallrun.decoding import Codec
+    from lab.smallrun.rewardmodel import score_texts
+
     if len(prompts) != len(completions):
         raise ValueError(f"prompts and completions must pair up; got {len(prompts)} and {len(completions)}")
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    dev = next(model.parameters()).device
-    out: list[float] = []
-    for i in range(0, len(prompts), batch_rows):
-        rows = [tokenizer(q + y, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-                for q, y in zip(prompts[i : i + batch_rows], completions[i : i + batch_rows])]
-        T = max(len(r) for r in rows)
-        ids = torch.full((len(rows), T), pad, dtype=torch.long)
-        attn = torch.zeros(len(rows), T, dtype=torch.long)
-        for j, r in enumerate(rows):
-            ids[j, : len(r)] = torch.tensor(r)
-            attn[j, : len(r)] = 1
-        base = model.base_model(input_ids=ids.to(dev), attention_mask=attn.to(dev))  # hidden states (B, T, H)
-        head = getattr(model, "score", None) or getattr(model, "classifier")
-        logits = head(base.last_hidden_state).squeeze(-1).float()  # (B, T)
-        last = attn.sum(-1).to(dev) - 1  # (B,) index of the last real token
-        out += logits.gather(1, last[:, None]).squeeze(1).tolist()
-    return out
+    codec = Codec(tokenizer, next(model.parameters()).device)
+    return score_texts(model, codec, list(prompts), list(completions), batch=batch_rows).float().tolist()
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ def base_stage_config(cfg: RunConfig) -> Optional[RunConfig]:
         return None
     d = ALGORITHM_DEFAULTS["sft"]
     return dataclasses.replace(cfg, algorithm="sft", steps=cfg.base_steps, data=None, model=None, batch_size=d["batch_size"], lr=d["lr"],
+                               reward_model=None, reward_verifier="exact", rm_bias="none",  # the main stage's reward switches
                                warmup_steps=RunConfig.warmup_steps, save_every=max(cfg.base_steps, 1), eval_every=max(cfg.base_steps, 1))
 
 

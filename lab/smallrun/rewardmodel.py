@@ -195,6 +195,30 @@ def _greedy_heldout(ctx, policy) -> list:
 
 
 @torch.no_grad()
+def sequence_kl_eval(ctx, policy, ref) -> dict:
+    """``eval/kl``: KL(π ‖ π_ref) of whole completions on the held-out prompts [ftip-006X; Gao et al. 2022, §2.2: the
+    optimization strength is d = √KL]. One completion per prompt is sampled from π (at the training temperature, from
+    a generator seeded by the evaluation step), and the k1 estimate Σ_t (log π − log π_ref) over its tokens
+    (``lab.kl.kl_estimate``, unbiased) is averaged over prompts.
+
+    This is a sequence-level KL, so it can be compared with best-of-N's analytic log N − (N−1)/N. GRPO's per-step
+    ``kl`` is a per-token mean of k3 and cannot. Logged only where a proxy is (``--reward-model`` or the hackable
+    checker): 2 forward passes and one sampled decode per evaluation."""
+    from lab.kl import kl_estimate
+    from lab.smallrun.decoding import completion_logps, sample
+
+    prompts = [e.prompt for e in ctx.task.heldout(ctx.cfg.eval_size)]
+    g = torch.Generator().manual_seed(ctx.step_seed(ctx.step, "eval-kl"))
+    comp, cmask, _ = sample(policy, ctx.codec, prompts, ctx.cfg.max_new_tokens, ctx.cfg.temperature, g)  # (N, T) each
+    pids, pattn = ctx.codec.left_pad(prompts)
+    with ctx.autocast():
+        lp = completion_logps(policy, pids, pattn, comp, cmask, ctx.cfg.temperature)  # (N, T)
+        ref_lp = completion_logps(ref, pids, pattn, comp, cmask, ctx.cfg.temperature)  # (N, T)
+    per_token = kl_estimate(lp, ref_lp, kind="k1", mask=cmask)  # (N, T), 0 after eos
+    return {"eval/kl": float(per_token.sum(-1).mean())}
+
+
+@torch.no_grad()
 def verifier_proxy_eval(ctx, policy, verifier, greedy: Optional[list] = None) -> dict:
     """``eval/proxy_reward`` for a checker used as the training reward (``reward_verifier="hackable"``): its acceptance
     rate on the policy's greedy completions of the held-out prompts; the loop's ``eval/accuracy`` is the exact

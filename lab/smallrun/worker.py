@@ -180,14 +180,21 @@ def main(argv: Optional[list[str]] = None) -> int:
             status.s.update(phase="main", step=getattr(run, "step", 0), total=run.cfg.steps, steps_per_second=None, eta_s=None)
         status.write(state="stopping" if stop_event.is_set() else "running")
         s = run.run()
-        nxt = None
+        nxt, next_error = None, None
         if then and not s.get("stopped"):  # the pipeline's next stage, in its own worker (its own run directory and status)
             from lab.smallrun.live import spawn_worker
 
-            nxt = then[0]["out"]
-            spawn_worker(nxt, then[0]["config"], resume=False, then=then[1:])
-            print(f"--- started the next stage in {nxt}", flush=True)
-        status.write(state="stopped" if s.get("stopped") else "done", eta_s=None, next=nxt)  # a page waits for `next` to report
+            try:  # checked here, as the page checks a first start: the next worker's own errors would go nowhere
+                SmallRun.preflight(RunConfig.from_dict(then[0]["config"]), then[0]["out"], False)
+            except ValueError as exc:
+                next_error = f"the next stage ({then[0]['out']}) cannot start: {exc}"
+                print(f"--- {next_error}", flush=True)
+            else:
+                nxt = then[0]["out"]
+                spawn_worker(nxt, then[0]["config"], resume=False, then=then[1:])
+                print(f"--- started the next stage in {nxt}", flush=True)
+        # a page waits for `next` to report, and shows `next_error` instead when the next stage was refused
+        status.write(state="stopped" if s.get("stopped") else "done", eta_s=None, next=nxt, next_error=next_error)
     except BaseException as exc:  # noqa: BLE001 — reported in the status file, the process then exits non-zero
         traceback.print_exc()
         # a stop never raises (the loop returns after its stop checkpoint; signals only set stop_event), so an

@@ -17,7 +17,7 @@ import torch
 from lab.grpo import group_advantages, group_stats, grpo_loss
 from lab.smallrun.algos.base import Algorithm
 from lab.smallrun.decoding import completion_logps, sample
-from lab.smallrun.rewardmodel import RewardSource, verifier_proxy_eval
+from lab.smallrun.rewardmodel import RewardSource, sequence_kl_eval, verifier_proxy_eval
 from lab.smallrun.tasks import Example
 
 
@@ -29,10 +29,12 @@ class GRPO(Algorithm):
     def prepare(self, ctx, resume: bool) -> None:
         self.ctx, self.cfg = ctx, ctx.cfg
         self.policy, self.tokenizer = ctx.load_policy()
-        self.ref = ctx.frozen_copy(self.policy) if self.cfg.kl_beta > 0 else None  # no reference at β = 0
         self.verifier = ctx.task.verifier()  # the gold: evaluation and reward/verifier
         self.reward_checker = ctx.task.verifier(self.cfg.reward_verifier)  # the training reward ("hackable": a buggy proxy)
         self.reward_source = RewardSource(ctx)  # --reward-model: the learned reward replaces the verifier's
+        self.proxy_logged = bool(self.reward_source) or self.cfg.reward_verifier != "exact"
+        # π_ref, the starting policy frozen: for the KL penalty, and for eval/kl where a proxy is optimized
+        self.ref = ctx.frozen_copy(self.policy) if self.cfg.kl_beta > 0 or self.proxy_logged else None
 
     def prompts(self, step: int) -> list[Example]:
         """This step's prompts (``batch_size``); they depend only on (seed, step)."""
@@ -65,7 +67,7 @@ class GRPO(Algorithm):
         pids, pattn = ctx.codec.left_pad(prompts)
         mask = cmask.float()
         ref_lp = None
-        if self.ref is not None:
+        if self.ref is not None and cfg.kl_beta > 0:
             with torch.no_grad():
                 ref_lp = completion_logps(self.ref, pids, pattn, comp, cmask, cfg.temperature)
         self.policy.train()
@@ -98,8 +100,10 @@ class GRPO(Algorithm):
         return metrics, samples
 
     def evaluate(self, greedy=None) -> dict:
+        if not self.proxy_logged:
+            return {}
         if self.reward_source:
-            return self.reward_source.evaluate(self.policy, greedy)
-        if self.cfg.reward_verifier != "exact":
-            return verifier_proxy_eval(self.ctx, self.policy, self.reward_checker, greedy)
-        return {}
+            out = self.reward_source.evaluate(self.policy, greedy)
+        else:
+            out = verifier_proxy_eval(self.ctx, self.policy, self.reward_checker, greedy)
+        return {**out, **sequence_kl_eval(self.ctx, self.policy, self.ref)}  # how far the proxy has moved the policy
