@@ -476,7 +476,8 @@ def _one_line(x: Any) -> str:
 def stage_summary(summary_event: dict) -> str:
     """One plain-text line for a finished stage's summary (a ledger ``summary`` or a ``done`` event), e.g.
     ``"reward model: held-out preference accuracy 71.0% → 93.5%"``. A base SFT stage (``"phase": "base"`` or
-    ``"stage": "base"``) is named "base SFT"; DPO adds the held-out answer accuracy; a stopped stage says where it stopped.
+    ``"stage": "base"``) is named "base SFT"; DPO adds the held-out answer accuracy; a run against a proxy adds the
+    proxy's score before and after; a stopped stage says where it stopped.
     The line echoes names from the run's config: pass it through ``labui.share.plain`` before rendering as markdown.
     """
     if not isinstance(summary_event, dict):
@@ -495,6 +496,10 @@ def stage_summary(summary_event: dict) -> str:
     if metric != "eval/accuracy" and (summary_event.get("accuracy_before") is not None or summary_event.get("accuracy_after") is not None):
         line += (f"; held-out accuracy {_pct(summary_event.get('accuracy_before'))} → "
                  f"{_pct(summary_event.get('accuracy_after'))}")
+    proxy = summary_event.get("proxy_before"), summary_event.get("proxy_after")
+    if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in proxy):  # a proxy's score beside the gold
+        line += "; proxy score " + " → ".join(format(v, ".3f") if isinstance(v, (int, float)) and not isinstance(v, bool)
+                                              else ("n/a" if v is None else _one_line(v)) for v in proxy)
     if line == f"{name}:":
         line += " finished" + (f" after {summary_event['steps']} steps" if "steps" in summary_event else "")
     if summary_event.get("stopped"):

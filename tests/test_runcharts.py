@@ -355,6 +355,10 @@ def test_samples_with_missing_or_odd_keys_show_what_is_there(event, want):
     ({"algorithm": "rloo", "metric": "eval/accuracy", "before": 0.125, "after": 1}, "RLOO: held-out accuracy 12.5% → 100.0%"),
     ({"algorithm": "mystery", "metric": "eval/bleu", "before": "?", "after": 0.5}, "mystery: bleu ? → 50.0%"),
     ({"algorithm": "sft", "steps": 12}, "SFT: finished after 12 steps"),
+    ({"algorithm": "ppo", "metric": "eval/accuracy", "before": 0.445, "after": 0.05, "proxy_before": -3.158, "proxy_after": 1.42},
+     "PPO: held-out accuracy 44.5% → 5.0%; proxy score -3.158 → 1.420"),
+    ({"algorithm": "grpo", "metric": "eval/accuracy", "before": 0.2, "after": 0.3, "proxy_before": None, "proxy_after": 0.5},
+     "GRPO: held-out accuracy 20.0% → 30.0%; proxy score n/a → 0.500"),
     ({}, "stage: finished"),
 ])
 def test_stage_summary_lines(event, line):

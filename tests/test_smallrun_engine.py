@@ -184,6 +184,7 @@ def test_rloo_uses_the_leave_one_out_advantages(tmp_path):
     run = SmallRun(cfg, tmp_path / "r", callback=lambda e: got.setdefault(e["type"] + e.get("phase", ""), e))
     run.run()
     smp, step = got["samples"], got["step"]
+    assert smp["step"] == step["step"] == 1  # the samples carry the step record's number, as the charts plot it
     r = torch.tensor(smp["rewards"])
     assert torch.allclose(torch.tensor(smp["advantages"]), rloo_advantages(r, cfg.group_size).float(), atol=1e-7)
     assert abs(sum(smp["advantages"])) < 1e-6  # a group's leave-one-out advantages sum to 0

@@ -76,7 +76,8 @@ class RunConfig:
     lr: Optional[float] = None
     """Peak learning rate of AdamW; None picks the algorithm's default (sft 2e-3, dpo 5e-4, grpo 3e-4, rm 1e-3, ppo 3e-4)."""
     warmup_steps: int = 50
-    """Linear warm-up steps, then constant."""
+    """Linear warm-up over this many optimizer steps, then constant. PPO takes num_ppo_epochs × num_mini_batches
+    optimizer steps per rollout batch, so its default warm-up ends after 12.5 rollout batches."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     max_grad_norm: float = 1.0

@@ -373,8 +373,8 @@ class Loop:
             if self._grad_norms:
                 ev["grad_norm"] = sum(self._grad_norms) / len(self._grad_norms)
             self._record(ev)
-            if samples is not None:
-                self.callback({"type": "samples", "step": self.step - 1, **samples})
+            if samples is not None:  # labelled as the step record whose metrics they produced (the charts' x)
+                self.callback({"type": "samples", "step": self.step, **samples})
             if self.step % cfg.eval_every == 0 or self.step == cfg.steps:
                 self._record({"type": "eval", "step": self.step, **self.evaluate()})
             if self.stop_event.is_set():
@@ -401,4 +401,7 @@ class Loop:
                 "before": evals[0].get(key) if evals else None, "after": evals[-1].get(key) if evals else None,
                 "metric": key, "accuracy_before": evals[0].get("eval/accuracy") if evals else None,
                 "accuracy_after": evals[-1].get("eval/accuracy") if evals else None,
-                "margin_after": evals[-1].get("eval/rewards/margins") if evals else None}
+                "margin_after": evals[-1].get("eval/rewards/margins") if evals else None,
+                # runs against a proxy (--reward-model or the hackable checker): the proxy's own held-out score
+                "proxy_before": evals[0].get("eval/proxy_reward") if evals else None,
+                "proxy_after": evals[-1].get("eval/proxy_reward") if evals else None}

@@ -41,8 +41,9 @@ class RewardModel(DPO):
     def build_pairs(self, examples, purpose: str, per_prompt: int = 1, rank_by=None) -> list[dict]:
         """DPO's verifier-built pairs; with ``rm_bias="length"`` the *training* pairs drop every pair whose chosen answer
         is shorter than the rejected one. The reward model then never sees a longer answer lose, and nothing stops it
-        from scoring length up: a proxy with an exploitable error that a policy finds by writing longer answers
-        (issue 16's over-optimization demo). Held-out pairs stay unbiased, so its held-out accuracy shows the error.
+        from scoring length up: a proxy with a planted, exploitable error (issue 16's over-optimization demo). Held-out
+        pairs stay unbiased, so its held-out accuracy shows the error. Measured (README): RL against it wrote longer
+        answers on seed 0 only; on seeds 1 and 2 the policy found other errors of the proxy, at unchanged length.
 
         (Keeping only strictly longer chosen answers would leave almost nothing on reversal: measured on seeds 0–2,
         the pairs from 4096 prompts split 257 / 9503 / 1026, 1226 / 7106 / 701 and 175 / 7504 / 365 into chosen
