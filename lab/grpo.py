@@ -90,6 +90,34 @@ def _std(x: torch.Tensor, ddof: int, dim=None) -> torch.Tensor:
     return torch.std(c, dim=dim, correction=ddof) * (s if dim is None else s.squeeze(dim))
 
 
+def _standardised(x: torch.Tensor, ddof: int, eps: float, dim: int | None = None,
+                  std_of: torch.Tensor | None = None) -> torch.Tensor:
+    """(x − mean(x)) / (std + eps), computed in the units of :func:`_scaled`: (c − mean c) / (std_c + eps/s).
+
+    Both sides are divided by the same power of two s, so this equals the direct formula bit for bit wherever that
+    neither underflows nor overflows. It stays right where the direct formula does not: a spread near the smallest
+    floats (rewards 1e-310 and 3e-310 standardise to 1.41 and −0.71, as 1 and 3 do). ``std_of``: take the std
+    (and the unit) from these values instead of ``x`` (batch scaling of group-centred rewards); ``dim`` is then None.
+    """
+    c, s = _scaled(x, dim)
+    cc = c - (c.mean() if dim is None else c.mean(dim, keepdim=True))
+
+    def over(num: float | torch.Tensor, unit: torch.Tensor) -> torch.Tensor:
+        # num / unit for a power of two unit, by its exponent: exact, inf on overflow. Not num / unit: torch divides
+        # by multiplying with 1/unit, which is inf for a subnormal unit, and 0 · inf is nan
+        k = torch.frexp(unit).exponent - 1  # unit = 2^k
+        return torch.ldexp(torch.as_tensor(num, dtype=unit.dtype).expand_as(unit), -k)
+
+    if std_of is None:
+        _std(x, ddof, dim)  # validates ddof against the count
+        sd = torch.std(c, dim=dim, correction=ddof) if dim is None else torch.std(c, dim=dim, correction=ddof, keepdim=True)
+        return cc / (sd + over(eps, s))
+    _std(std_of, ddof)
+    cb, sb = _scaled(std_of)
+    ratio = torch.ldexp(torch.ones_like(s), torch.frexp(s).exponent - torch.frexp(sb).exponent)  # s / sb, exactly
+    return cc * ratio / (torch.std(cb, correction=ddof) + over(eps, sb))
+
+
 def _centred(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     """x − mean(x), computed from the exact shift-and-scale of :func:`_scaled` (exactly 0 for equal values)."""
     c, s = _scaled(x, dim)
@@ -147,18 +175,18 @@ def group_advantages(
     if scale == "none":
         return centred.flatten()
     if scale == "group":
-        std = _std(r, ddof, dim=-1).unsqueeze(-1)  # (G, 1)
         undefined = zero  # (G,)
         if bool(undefined.any()) and zero_std == "raise":
             which = undefined.nonzero().flatten().tolist()
             raise ValueError(f"rewards: groups {which} have zero spread (all rewards equal), so std scaling is undefined (zero_std='raise')")
+        safe = torch.where(undefined.unsqueeze(-1), torch.arange(r.shape[1], dtype=r.dtype).expand_as(r), r)  # never 0/0
+        scaled = _standardised(safe, ddof, eps, dim=-1)  # (G, g), in each group's own units: no underflow
     else:
-        std = _std(r, ddof).expand(r.shape[0], 1)  # (G, 1)
         undefined = _zero_spread(r).expand(r.shape[0]) | zero  # zero-spread groups have centred == 0 anyway
         if bool(_zero_spread(r)) and zero_std == "raise":
             raise ValueError("rewards: the whole batch has zero spread (all rewards equal), so batch std scaling is undefined (zero_std='raise')")
-    denom = torch.where(undefined.unsqueeze(-1), torch.ones_like(std), std + eps)  # never 0/0, not even in the gradient
-    adv = torch.where(undefined.unsqueeze(-1), torch.zeros_like(centred), centred / denom)
+        scaled = _standardised(r, ddof, eps, dim=-1, std_of=r) if not bool(_zero_spread(r)) else torch.zeros_like(r)
+    adv = torch.where(undefined.unsqueeze(-1), torch.zeros_like(centred), scaled)
     return adv.flatten()
 
 
@@ -477,7 +505,7 @@ def process_advantages(
             raise ValueError("step_rewards have zero spread (all equal), so std scaling is undefined (zero_std='raise')")
         norm_all = torch.zeros_like(allr)
     else:
-        norm_all = _centred(allr) / (_std(allr, ddof) + eps)  # exact differences for near-equal step rewards
+        norm_all = _standardised(allr, ddof, eps)  # exact differences for near-equal step rewards, no underflow
     out = torch.zeros(len(ends), length, dtype=allr.dtype)  # (G, T)
     k = 0
     for i, es in enumerate(ends):
@@ -677,7 +705,7 @@ def uneven_group_advantages(
     if scale == "batch":
         if bool(_zero_spread(r)) and zero_std == "raise":
             raise ValueError("rewards: the whole batch has zero spread (all rewards equal), so batch std scaling is undefined (zero_std='raise')")
-        batch_std = _std(r, ddof) if not bool(_zero_spread(r)) else None
+        batch_std = not bool(_zero_spread(r)) or None  # batch scaling is defined
     for g, idx in members.items():
         sel = torch.tensor(idx)
         if len(idx) == 1:
@@ -693,7 +721,7 @@ def uneven_group_advantages(
         elif scale == "none" or batch_std is None or bool(_zero_spread(x)):
             adv = _centred(x)
         else:
-            adv = _centred(x) / (batch_std + eps)
+            adv = _standardised(x, ddof, eps, std_of=r)  # group-centred, divided by the batch's std + eps
         out[sel] = adv.to(out.dtype)
     return out
 

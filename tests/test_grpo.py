@@ -1,5 +1,4 @@
 import math
-import statistics
 from fractions import Fraction
 
 import pytest
@@ -163,9 +162,9 @@ def test_process_advantages_are_sums_over_later_steps(rs):
     A = process_advantages([rs, [0.0] * len(rs)], [ends, ends], length=2 * len(rs) + 1)[0]
     # within a step the advantage is constant; from one step to the next it drops by that step's normalised reward
     allr = rs + [0.0] * len(rs)
-    # independent reference: statistics computes mean and std from exact fractions (no underflow)
-    sd = statistics.stdev(allr)
-    norm = [(x - statistics.fmean(allr)) / sd if max(allr) > min(allr) else 0.0 for x in allr]
+    # independent reference in exact rational arithmetic, scaled before the sqrt: statistics.stdev rounds to a float
+    # first, which for subnormal rewards ([5e-324, 5e-324]) underflows (it gave 2.0 where the exact sum is 1.732)
+    norm = exact_standardise(allr, 1) if max(allr) > min(allr) else [0.0] * len(allr)
     for j, e in enumerate(ends):
         assert A[e].item() == pytest.approx(sum(norm[j:len(rs)]), rel=1e-9, abs=1e-9)
     assert A[-1].item() == 0.0
@@ -369,3 +368,17 @@ def test_integer_rewards_equal_float_rewards(g, G, data):
     assert torch.equal(group_advantages(torch.tensor(ints).bool(), g), want)
     assert torch.equal(group_advantages(ints, g), want)
     assert [torch.equal(a, b) for a, b in zip(group_stats(torch.tensor(ints), g), group_stats([float(x) for x in ints], g))] == [True, True]
+
+
+@pytest.mark.parametrize("scale", ["group", "batch"])
+def test_standardising_is_scale_free_down_to_subnormal_spreads(scale):
+    """With eps = 0, (R − R̄)/std does not change when every reward is multiplied by 2^-k: computed in the units of
+    the spread, so rewards near the smallest floats (1e-310, 5e-324) give the same advantages as 1 and 3. Before,
+    1e-310 and 3e-310 gave 2e-306, and process_advantages gave nan for [5e-324, 5e-324, 0, 0]."""
+    base = torch.tensor([1.0, 3.0, 0.0, 0.0, 2.0, 2.0, 5.0, 1.0], dtype=torch.float64)
+    want = group_advantages(base, 4, scale=scale, eps=0.0)
+    for k in (0, 600, 1020, 1030):
+        tiny = torch.ldexp(base, torch.tensor(-k))
+        assert torch.equal(group_advantages(tiny, 4, scale=scale, eps=0.0), want), k
+    A = process_advantages([[5e-324, 5e-324], [0.0, 0.0]], [[1, 3], [1, 3]], length=5)
+    assert A[0, :2].tolist() == pytest.approx([2 * 0.8660254037844386] * 2) and A[0, 2:4].tolist() == pytest.approx([0.8660254037844386] * 2)
