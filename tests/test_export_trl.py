@@ -62,15 +62,24 @@ def test_grpo_script_runs_two_steps_and_its_first_loss_matches_the_lab(base_mode
     assert abs(float(lab_loss)) > 1e-4  # a non-trivial loss was compared
 
 
-@pytest.mark.parametrize("algorithm", ["dpo", "sft"])
-def test_dpo_and_sft_scripts_run_two_steps(base_model, tmp_path, algorithm):
-    cfg = RunConfig(algorithm=algorithm, task="sorting", model=base_model, steps=2, batch_size=4, dpo_pairs=16, warmup_steps=0)
-    export(cfg, tmp_path / f"train_{algorithm}.py")
+@pytest.mark.parametrize("algorithm", ["dpo", "sft", "rloo", "rm"])
+def test_dpo_sft_rloo_and_reward_model_scripts_run_two_steps(base_model, tmp_path, algorithm):
+    cfg = RunConfig(algorithm=algorithm, task="sorting", model=base_model, steps=2, batch_size=4, dpo_pairs=16, warmup_steps=0,
+                    **({"group_size": 4, "kl_beta": 0.04} if algorithm == "rloo" else {}))
+    warns = export(cfg, tmp_path / f"train_{algorithm}.py")
     log = run_script(tmp_path / f"train_{algorithm}.py", tmp_path / "out")
     losses = [e["loss"] for e in log if "loss" in e]
     assert len(losses) == 2 and all(l == l for l in losses)
     rows = [json.loads(line) for line in (tmp_path / f"train_{algorithm}.jsonl").read_text().splitlines()]
-    assert set(rows[0]) == ({"prompt", "chosen", "rejected"} if algorithm == "dpo" else {"prompt", "completion"})
+    keys = {"dpo": {"prompt", "chosen", "rejected"}, "rm": {"prompt", "chosen", "rejected"}, "sft": {"prompt", "completion"},
+            "rloo": {"prompt", "answer"}}[algorithm]
+    assert set(rows[0]) == keys
+    if algorithm == "rloo":  # the two differences from TRL's RLOOTrainer are named
+        assert any("sequence-level ratio" in w for w in warns) and any("from each completion's reward" in w for w in warns)
+        assert (tmp_path / "out" / "rewards.jsonl").exists()
+    if algorithm == "rm":  # the saved model is a one-label sequence classifier
+        saved = json.loads((tmp_path / "out" / "config.json").read_text())
+        assert len(saved["id2label"]) == 1 and saved["architectures"] == ["GPT2ForSequenceClassification"]
 
 
 def test_cli_writes_script_prints_warnings_and_never_overwrites(tmp_path, capsys):
@@ -97,7 +106,7 @@ def test_config_from_run_directory_and_bad_config(tmp_path):
         load_config(str(tmp_path))
     with pytest.raises(ValueError, match="config"):
         load_config("bogus --task reversal")
-    for algo in ("ppo", "rm", "rloo"):  # valid small runs without a TRL mapping: refused by name, nothing written
+    for algo in ("ppo",):  # a valid small run without a TRL mapping: refused by name, nothing written
         with pytest.raises(ValueError, match="algorithm"):
             export(load_config(f"{algo} --task reversal"), tmp_path / f"{algo}.py")
         assert not (tmp_path / f"{algo}.py").exists()

@@ -3,8 +3,8 @@
     python -m lab.smallrun export-trl --config RUN_DIR_OR_FLAGS --out train_trl.py
 
 ``--config`` is a run directory (its ``run_config.json``) or the flags of a small run in quotes
-(``"grpo --task reversal --kl-beta 0.04"``). The script uses TRL's ``SFTTrainer``, ``DPOTrainer`` or
-``GRPOTrainer`` with the lab's options mapped onto TRL's; the dataset is written beside it as JSONL in TRL's
+(``"grpo --task reversal --kl-beta 0.04"``). The script uses TRL's ``SFTTrainer``, ``DPOTrainer``, ``GRPOTrainer``,
+``RLOOTrainer`` or ``RewardTrainer`` (for ``rm``) with the lab's options mapped onto TRL's; the dataset is written beside it as JSONL in TRL's
 format; the reward is the task's exact-answer check (the "strip" parser: the completion, stripped of surrounding
 whitespace, equals the answer). A lab option with no TRL equivalent is named in a comment in the script and
 returned (and printed by the command) as a warning. Written for TRL 1.16.
@@ -48,10 +48,11 @@ def _rows(cfg: RunConfig) -> list[dict]:
     task = get_task(cfg.task)
     if cfg.algorithm == "sft":
         return [{"prompt": e.prompt, "completion": e.answer} for e in task.sample(cfg.steps * cfg.batch_size, cfg.seed)]
-    if cfg.algorithm == "grpo":
+    if cfg.algorithm in ("grpo", "rloo"):
         return [{"prompt": e.prompt, "answer": e.answer} for e in task.sample(cfg.steps * cfg.batch_size, cfg.seed)]
     rows = []
-    for e in task.sample(cfg.dpo_pairs, cfg.seed):  # gold answer against a wrong one (see the warning)
+    n_pairs = cfg.steps * cfg.batch_size if cfg.algorithm == "rm" else cfg.dpo_pairs
+    for e in task.sample(n_pairs, cfg.seed):  # gold answer against a wrong one (see the warning)
         wrong = e.answer[::-1] if e.answer[::-1] != e.answer else e.answer + e.answer[-1]
         rows.append({"prompt": e.prompt, "chosen": e.answer, "rejected": wrong})
     return rows
@@ -69,8 +70,9 @@ def export(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> list[str
 
     Refuses to overwrite an existing file unless ``overwrite`` (nothing the lab did not create is lost).
     """
-    if cfg.algorithm not in ("sft", "dpo", "grpo"):  # never a script for another trainer than the run's
-        raise ValueError(f"algorithm: export-trl writes SFT, DPO and GRPO scripts; {cfg.algorithm!r} has no mapping yet")
+    if cfg.algorithm not in ("sft", "dpo", "grpo", "rloo", "rm"):  # never a script for another trainer than the run's
+        raise ValueError(f"algorithm: export-trl writes SFT, DPO, GRPO, RLOO and reward-model scripts; {cfg.algorithm!r} has no "
+                         "mapping yet (TRL 1.16's PPO trainer is experimental)")
     out = Path(out)
     data = out.with_suffix(".jsonl")
     for f in (out, data):
@@ -89,6 +91,28 @@ def export(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> list[str
         if cfg.epsilon_high is not None:
             opts["epsilon_high"] = cfg.epsilon_high
         trainer, config_cls = "GRPOTrainer", "GRPOConfig"
+    elif cfg.algorithm == "rloo":
+        opts = dict(common, per_device_train_batch_size=cfg.batch_size * cfg.group_size, num_generations=cfg.group_size,
+                    max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature, epsilon=cfg.epsilon, beta=cfg.kl_beta,
+                    num_iterations=cfg.num_iterations, normalize_advantages=False)
+        if cfg.epsilon_high is not None:
+            opts["epsilon_high"] = cfg.epsilon_high
+        trainer, config_cls = "RLOOTrainer", "RLOOConfig"
+        warnings.append(f"RLOO objective: TRL's RLOOTrainer clips one sequence-level ratio per completion and averages per "
+                        f"completion; the lab clips token-level ratios aggregated as loss_type={cfg.loss_type!r} (the "
+                        "leave-one-out advantages are the same)")
+        if cfg.kl_beta > 0:
+            warnings.append("KL: TRL's RLOOTrainer subtracts beta x (summed k1 log-ratio) from each completion's reward; the lab "
+                            "adds beta x k3 per token to the loss, as GRPO does")
+    elif cfg.algorithm == "rm":
+        opts = dict(common, per_device_train_batch_size=cfg.batch_size)
+        trainer, config_cls = "RewardTrainer", "RewardConfig"
+        if not cfg.data:
+            warnings.append("reward-model pairs: the lab samples the starting policy and pairs verified-correct with incorrect "
+                            "completions (up to rm_pairs_per_prompt per prompt); the exported dataset pairs the gold answer "
+                            "with a corrupted one (reversed)")
+        if cfg.rm_bias != "none":
+            warnings.append(f"rm_bias={cfg.rm_bias!r} filters the lab's sampled pairs; the exported pairs are not filtered")
     elif cfg.algorithm == "dpo":
         opts = dict(common, per_device_train_batch_size=cfg.batch_size, beta=cfg.beta, loss_type="sigmoid")
         trainer, config_cls = "DPOTrainer", "DPOConfig"
@@ -98,13 +122,16 @@ def export(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> list[str
     else:
         opts = dict(common, per_device_train_batch_size=cfg.batch_size, completion_only_loss=True)
         trainer, config_cls = "SFTTrainer", "SFTConfig"
-    if cfg.algorithm in ("grpo", "dpo") and not cfg.model:
+    if cfg.algorithm in ("grpo", "dpo", "rloo", "rm") and not cfg.model:
         warnings.append(f"base stage: the lab first runs {cfg.base_steps} SFT steps from a fresh tiny GPT-2; "
                         "the script starts from --model (run the exported SFT script first, or pass a real checkpoint)")
     warnings.append(f"held-out evaluation every {cfg.eval_every} steps on {cfg.eval_size} prompts has no TRL option here; "
                     "evaluate the saved model separately")
     if cfg.algorithm == "grpo":
         warnings.append("use_bias_correction_kl is set to False to match the lab's k3 (TRL 1.16's default is True)")
+    if cfg.reward_model and cfg.algorithm in ("grpo", "rloo"):
+        warnings.append(f"reward_model={cfg.reward_model!r}: the script rewards the exact-answer check; pass the reward model "
+                        "to the trainer's reward_funcs to optimize it")
     notes = "\n".join(f"# NOTE (not mapped): {w}" for w in warnings)
     opt_lines = "\n".join(f"    {k}={v!r}," for k, v in opts.items())
     reward = '''
@@ -120,9 +147,10 @@ def reward_exact(prompts, completions, answer, completion_ids=None, **kwargs):
         with open(REWARD_LOG, "a") as f:
             f.write(json.dumps({"prompts": prompts, "completions": completions, "completion_lengths": lengths, "rewards": rewards}) + "\\n")
     return rewards
-''' if cfg.algorithm == "grpo" else ""
-    extra = ", reward_funcs=[reward_exact]" if cfg.algorithm == "grpo" else ""
-    grpo = cfg.algorithm == "grpo"
+''' if cfg.algorithm in ("grpo", "rloo") else ""
+    extra = ", reward_funcs=[reward_exact]" if cfg.algorithm in ("grpo", "rloo") else ""
+    grpo = cfg.algorithm in ("grpo", "rloo")  # the reward log
+    model_cls, model_kw = ("AutoModelForSequenceClassification", ", num_labels=1") if cfg.algorithm == "rm" else ("AutoModelForCausalLM", "")
     script = f'''"""Exported from Post-Training Lab (python -m lab.smallrun export-trl): {cfg.algorithm} on task {cfg.task!r}.
 
 Run on one machine:   python {out.name} --model PATH_OR_HUB_ID --output-dir out
@@ -137,7 +165,7 @@ import json
 from pathlib import Path
 
 from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import {model_cls}, AutoTokenizer
 from trl import {config_cls}, {trainer}
 {reward}
 
@@ -165,7 +193,9 @@ def main():
     tok = AutoTokenizer.from_pretrained(a.model)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(a.model)
+    model = {model_cls}.from_pretrained(a.model{model_kw})
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = tok.pad_token_id
     trainer = {trainer}(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok{extra})
     trainer.train()
     Path(a.output_dir).mkdir(parents=True, exist_ok=True)
