@@ -111,11 +111,20 @@ def _standardised(x: torch.Tensor, ddof: int, eps: float, dim: int | None = None
     if std_of is None:
         _std(x, ddof, dim)  # validates ddof against the count
         sd = torch.std(c, dim=dim, correction=ddof) if dim is None else torch.std(c, dim=dim, correction=ddof, keepdim=True)
-        return cc / (sd + over(eps, s))
+        e = over(eps, s)
+        out = cc / (sd + e)
+        if bool(torch.isinf(e).any()):  # eps dwarfs a spread near the smallest floats: the direct form keeps the tiny result
+            out = torch.where(torch.isinf(e), cc * s / (sd * s + eps), out)
+        return out
     _std(std_of, ddof)
     cb, sb = _scaled(std_of)
+    flat = (c.amax() if dim is None else c.amax(dim, keepdim=True)) == 0  # a zero-spread group: cc is exactly 0
     ratio = torch.ldexp(torch.ones_like(s), torch.frexp(s).exponent - torch.frexp(sb).exponent)  # s / sb, exactly
-    return cc * ratio / (torch.std(cb, correction=ddof) + over(eps, sb))
+    ratio = torch.where(flat, torch.zeros_like(ratio), ratio)  # never 0 · inf (its gradient would be nan)
+    sdb, e = torch.std(cb, correction=ddof), over(eps, sb)
+    if bool(torch.isinf(e)):  # eps dwarfs a batch spread near the smallest floats: the direct form
+        return cc * s / (sdb * sb + eps)
+    return cc * ratio / (sdb + e)
 
 
 def _centred(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
@@ -706,6 +715,8 @@ def uneven_group_advantages(
         if bool(_zero_spread(r)) and zero_std == "raise":
             raise ValueError("rewards: the whole batch has zero spread (all rewards equal), so batch std scaling is undefined (zero_std='raise')")
         batch_std = not bool(_zero_spread(r)) or None  # batch scaling is defined
+        if batch_std:
+            _std(r, ddof)  # ddof checked against the batch up front, whichever groups follow
     for g, idx in members.items():
         sel = torch.tensor(idx)
         if len(idx) == 1:

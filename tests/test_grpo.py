@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.grpo import (
+    uneven_group_advantages,
     aggregate_token_loss,
     dynamic_sampling,
     group_advantages,
@@ -382,3 +383,16 @@ def test_standardising_is_scale_free_down_to_subnormal_spreads(scale):
         assert torch.equal(group_advantages(tiny, 4, scale=scale, eps=0.0), want), k
     A = process_advantages([[5e-324, 5e-324], [0.0, 0.0]], [[1, 3], [1, 3]], length=5)
     assert A[0, :2].tolist() == pytest.approx([2 * 0.8660254037844386] * 2) and A[0, 2:4].tolist() == pytest.approx([0.8660254037844386] * 2)
+
+
+def test_standardising_edges_found_in_review():
+    """A zero-spread group under batch scaling with a subnormal batch spread has a finite gradient; eps far larger than
+    a subnormal spread keeps the tiny exact result (not 0); a bad ddof is refused up front under batch scaling."""
+    x = torch.tensor([3e-310, 1e-310, 2e-310, 2e-310], dtype=torch.float64, requires_grad=True)
+    (group_advantages(x, 2, scale="batch") * torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)).sum().backward()
+    assert x.grad.tolist() == [-5000.0, 5000.0, 0.0, 0.0]
+    assert group_advantages([1e-320, 0.0, 1.0, 1.0], 2).tolist() == pytest.approx([5e-317, -5e-317, 0.0, 0.0], rel=1e-3)
+    assert group_advantages([1e-310, 3e-310, 0.0, 1e-300], 2, "batch", eps=1e10).tolist() == pytest.approx(
+        [-1e-320, 1e-320, -5e-311, 5e-311], rel=1e-3)
+    with pytest.raises(ValueError, match="^ddof"):
+        uneven_group_advantages([1.0, 3.0, 3.0, 9.0], [0, 1, 1, 2], scale="batch", ddof=5)

@@ -129,6 +129,9 @@ def export(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> list[str
                     "evaluate the saved model separately")
     if cfg.algorithm == "grpo":
         warnings.append("use_bias_correction_kl is set to False to match the lab's k3 (TRL 1.16's default is True)")
+    if cfg.reward_verifier != "exact" and cfg.algorithm in ("grpo", "rloo"):
+        warnings.append(f"reward_verifier={cfg.reward_verifier!r}: the script rewards the exact-answer check, not the lab's "
+                        "deliberately buggy one")
     if cfg.reward_model and cfg.algorithm in ("grpo", "rloo"):
         warnings.append(f"reward_model={cfg.reward_model!r}: the script rewards the exact-answer check; pass the reward model "
                         "to the trainer's reward_funcs to optimize it")

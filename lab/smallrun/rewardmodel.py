@@ -209,13 +209,16 @@ def sequence_kl_eval(ctx, policy, ref) -> dict:
 
     prompts = [e.prompt for e in ctx.task.heldout(ctx.cfg.eval_size)]
     g = torch.Generator().manual_seed(ctx.step_seed(ctx.step, "eval-kl"))
-    comp, cmask, _ = sample(policy, ctx.codec, prompts, ctx.cfg.max_new_tokens, ctx.cfg.temperature, g)  # (N, T) each
-    pids, pattn = ctx.codec.left_pad(prompts)
-    with ctx.autocast():
-        lp = completion_logps(policy, pids, pattn, comp, cmask, ctx.cfg.temperature)  # (N, T)
-        ref_lp = completion_logps(ref, pids, pattn, comp, cmask, ctx.cfg.temperature)  # (N, T)
-    per_token = kl_estimate(lp, ref_lp, kind="k1", mask=cmask)  # (N, T), 0 after eos
-    return {"eval/kl": float(per_token.sum(-1).mean())}
+    total = 0.0
+    for i in range(0, len(prompts), 256):  # chunks of 256 (as score_texts): bounded memory for big vocabularies
+        chunk = prompts[i : i + 256]
+        comp, cmask, _ = sample(policy, ctx.codec, chunk, ctx.cfg.max_new_tokens, ctx.cfg.temperature, g)  # (n, T) each
+        pids, pattn = ctx.codec.left_pad(chunk)
+        with ctx.autocast():
+            lp = completion_logps(policy, pids, pattn, comp, cmask, ctx.cfg.temperature)  # (n, T)
+            ref_lp = completion_logps(ref, pids, pattn, comp, cmask, ctx.cfg.temperature)  # (n, T)
+        total += float(kl_estimate(lp, ref_lp, kind="k1", mask=cmask).sum())  # Σ over the chunk's tokens, 0 after eos
+    return {"eval/kl": total / len(prompts)}
 
 
 @torch.no_grad()
