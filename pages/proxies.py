@@ -157,8 +157,11 @@ with shows_errors():
         pnames = [f"{c.run} · {c.label}" for c in policies]
         rnames = [f"{c.run} · {c.label}" for c in rms]
         finals = [k for k, c in enumerate(policies) if c.label == "final"]
+        # by default the policy whose samples the (last) reward model was trained on: its run's base stage, as
+        # benchmarks/overoptimization.py does; a policy already optimized against the proxy has nothing left to pick
+        own_base = [k for k in finals if policies[k].run == f"{rms[-1].run}/base"]
         b1, b2, b3, b4 = st.columns(4)
-        pol_name = b1.selectbox("policy checkpoint", pnames, index=finals[0] if finals else 0, key="px_bon_policy")
+        pol_name = b1.selectbox("policy checkpoint", pnames, index=(own_base or finals or [0])[0], key="px_bon_policy")
         rm_name = b2.selectbox("reward-model checkpoint", rnames, index=len(rnames) - 1, key="px_bon_rm")
         bon_cases = b3.select_slider("held-out prompts", [10, 20, 50], value=20, key="px_bon_cases")
         bon_max = b4.select_slider("N max (samples per prompt)", [16, 32, 64], value=64, key="px_bon_max")

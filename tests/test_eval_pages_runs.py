@@ -180,3 +180,19 @@ def test_proxies_page_without_runs_explains_how_to_make_them(tmp_path, monkeypat
     infos = [i.value for i in at.info]
     assert any("lab.smallrun rm --rm-bias length --base-steps 200 --out" in v and "--reward-model" in v for v in infos), infos
     assert any("needs a policy run and a reward-model run" in v for v in infos), infos
+
+
+def test_best_of_n_defaults_to_the_policy_the_reward_model_learned_from(runs, tmp_path, monkeypatch):
+    """With a reward-model run that has its own base stage, best-of-N starts from that base policy (whose samples the
+    proxy was trained on), not from another run's final policy (one already optimized against the proxy, say)."""
+    import shutil
+
+    root = tmp_path / "runs"
+    shutil.copytree(runs / "g", root / "g")
+    _rm_run(root / "rmb")
+    shutil.copytree(runs / "g" / "base", root / "rmb" / "base")
+    monkeypatch.setenv("LAB_RUNS_DIR", str(root))
+    at = AppTest.from_file(str(PAGES / "proxies.py"), default_timeout=180).run()
+    clean(at)
+    assert at.selectbox(key="px_bon_rm").value == "rmb · final"
+    assert at.selectbox(key="px_bon_policy").value == "rmb/base · final", at.selectbox(key="px_bon_policy").options
