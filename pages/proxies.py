@@ -108,24 +108,28 @@ def best_of_n_cached(policy: str, policy_hash: str, reward_model: str, rm_hash: 
 
 
 st.header("Measured on the tiny GPT-2")
-st.markdown("The same story with a real, learned proxy: a small reward model trained on limited pairs, then optimized "
-            "by RL on the tiny GPT-2 (`lab.smallrun`). Gold is the task's verifier on held-out prompts.")
+st.markdown("The same story with a real, learned proxy: a small reward model trained on biased pairs (it never saw a "
+            "longer answer lose), then optimized by RL on the tiny GPT-2 (`lab.smallrun`). Gold is the task's verifier on "
+            "held-out prompts.")
 with shows_errors():
     measured = proxy.proxy_runs(str(RUNS))
     if measured:
         pick = st.selectbox("run trained against a reward model", measured, key="px_run",
                             help=f"Runs under `{RUNS}/` whose evaluations logged eval/proxy_reward.")
         rc = proxy.run_curves(os.path.join(RUNS, pick))
-        fig3 = figure(f"{pick}: proxy reward and gold accuracy on held-out prompts", "training step", "score")
+        fig3 = figure(f"{pick}: proxy reward (left) and gold accuracy (right) on held-out prompts", "training step", "proxy score")
         fig3.add_trace(go.Scatter(x=rc.eval_steps, y=rc.proxy, name="proxy (reward model, eval)", mode="lines+markers",
                                   line=dict(width=colors.REFERENCE_WIDTH, color=colors.REFERENCE)))
-        fig3.add_trace(go.Scatter(x=rc.eval_steps, y=rc.gold, name="gold (verifier accuracy, eval)", mode="lines+markers",
+        fig3.add_trace(go.Scatter(x=rc.eval_steps, y=rc.gold, name="gold (verifier accuracy, eval)", mode="lines+markers", yaxis="y2",
                                   line=dict(width=colors.KEY_WIDTH, color=colors.KEY)))
         if rc.steps:
             fig3.add_trace(go.Scatter(x=rc.steps, y=rc.reward, name="reward trained on (per step)", mode="lines",
                                       line=dict(dash="dot", color=colors.REFERENCE), opacity=0.5))
             fig3.add_trace(go.Scatter(x=rc.steps, y=rc.reward_verifier, name="verifier on the same samples (per step)", mode="lines",
-                                      line=dict(dash="dot", color=colors.KEY), opacity=0.5))
+                                      yaxis="y2", line=dict(dash="dot", color=colors.KEY), opacity=0.5))
+        # the proxy's scale is the reward model's (any real number), gold is an accuracy: one axis each
+        fig3.update_layout(yaxis2=dict(title="gold accuracy", overlaying="y", side="right", range=[0, 1.02], tickmode="linear", tick0=0,
+                                       dtick=0.25, showgrid=False))
         st.plotly_chart(fig3, width="stretch", key="px_run_curve")
         try:
             fd, fgold, fa, fb, ffit = rc.gao_fit("rl")

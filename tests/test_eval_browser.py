@@ -68,7 +68,7 @@ def test_proxies_measured_curves_in_chromium(served):
     titles = drv.execute_script("""
         return Array.from(document.querySelectorAll('.js-plotly-plot')).map(
             d => String((d.layout && d.layout.title && (d.layout.title.text || d.layout.title)) || '').replace(/<[^>]*>/g, ''));""")
-    assert any("hacked: proxy reward and gold accuracy" in t for t in titles), titles
+    assert any("hacked: proxy reward (left) and gold accuracy (right)" in t for t in titles), titles
     assert any("Best-of-N against the learned proxy" in t for t in titles), titles
     assert drv.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
     _no_exception(drv)
