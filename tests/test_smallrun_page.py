@@ -462,3 +462,33 @@ def test_a_pipeline_stage_that_cannot_start_is_reported_by_the_stage_before(tmp_
     assert r.returncode == 0 and status["state"] == "done" and status["next"] is None, status
     assert "cannot start" in status["next_error"] and "not a lab run" in status["next_error"]
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+
+
+def test_a_second_worker_for_the_same_directory_writes_nothing(tmp_path):
+    """Two workers started for one directory (two clicks, two servers): while one holds the worker lock, the other is
+    refused before it writes a status, a log line or removes a stop request, even in the seconds before the first takes
+    the run's own lock (simulated here by holding the worker lock)."""
+    import fcntl
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from lab.smallrun import RunConfig, rundir
+    from lab.smallrun.worker import WORKER_LOCK
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "run"
+    rundir.RunDir.open(out, resume=False).close()  # a lab run directory, as the first worker makes it
+    (out / "STOP").write_text("a stop request of the live worker")
+    held = os.open(out / WORKER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the live worker
+    try:
+        r = subprocess.run([sys.executable, "-m", "lab.smallrun.worker", "--out", str(out), "--config",
+                            json.dumps(RunConfig(model_size="tiny", steps=2).to_dict())],
+                           cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300)
+    finally:
+        os.close(held)
+    assert r.returncode == 2 and "in use by another worker" in r.stderr, r.stderr
+    assert not (out / "status.json").exists() and not (out / "worker.log").exists()
+    assert (out / "STOP").read_text() == "a stop request of the live worker"

@@ -24,6 +24,7 @@ Only the public API of the engine is used: ``SmallRun(config, out, callback, sto
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -38,6 +39,7 @@ from lab.smallrun import rundir
 
 STATUS = "status.json"
 STOP = "STOP"
+WORKER_LOCK = ".worker.lock"  # held for the worker's whole life: one worker per run directory, before it writes anything
 LOG = "worker.log"
 STATUS_HZ = 4.0  # progress writes per second at most: cheap for training, fresh enough for a 1 s page refresh
 LIVE_STATES = ("starting", "running", "stopping")
@@ -140,6 +142,15 @@ def main(argv: Optional[list[str]] = None) -> int:
             rundir.RunDir.open(out, resume=False).close()  # creates it with the marker (or refuses), then lets go
     except (ValueError, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # the run's own lock is taken only once training is set up (seconds later); until then a second worker started for
+    # the same directory (two clicks, two servers) would pass the check above and overwrite this one's status and STOP
+    lock_fd = os.open(out / WORKER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock_fd)
+        print(f"error: out: {out} is in use by another worker; wait for it to finish or stop it", file=sys.stderr)
         return 2
     log = os.open(out / LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
