@@ -166,3 +166,18 @@ def test_reward_switches_an_algorithm_ignores_are_refused_by_name():
     with pytest.raises(ValueError, match="^algorithm must be one of"):
         RunConfig(algorithm=["sft"])
     assert RunConfig(algorithm="rloo", reward_model="x").reward_model == "x"
+
+
+def test_a_reward_model_whose_context_is_too_short_is_refused_before_training(tmp_path):
+    """The reward model reads prompt + completion + eos: a reward model with 8 positions cannot score a reversal prompt
+    plus 8 new tokens; refused by name before anything is created."""
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    tok = char_tokenizer()
+    rm = GPT2ForSequenceClassification(GPT2Config(vocab_size=len(tok), n_positions=8, n_embd=16, n_layer=1, n_head=2, num_labels=1,
+                                                  pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
+    rm.save_pretrained(tmp_path / "short_rm")
+    tok.save_pretrained(tmp_path / "short_rm")
+    with pytest.raises(ValueError, match="^reward_model: a prompt plus 8 new tokens and eos is .* longer than the reward model's context of 8"):
+        SmallRun(RunConfig(algorithm="grpo", reward_model=str(tmp_path / "short_rm"), model_size="tiny"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()

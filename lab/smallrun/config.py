@@ -378,7 +378,16 @@ def validate_environment(cfg: RunConfig) -> dict:
         from lab.models import char_tokenizer
         from lab.smallrun.rewardmodel import check_reward_model
 
-        check_reward_model(cfg.reward_model, tok if cfg.model else char_tokenizer())
+        rm_cfg = check_reward_model(cfg.reward_model, tok if cfg.model else char_tokenizer())
+        rm_ctx = context_length(rm_cfg)
+        if rm_ctx is not None:  # the reward model reads prompt + completion + eos: it must fit the reward model too
+            prompts = [r["prompt"] for r in records] if records is not None and ALGORITHMS[cfg.algorithm]["data"] == "rl" else []
+            task = get_task(cfg.task)
+            prompts += [e.prompt for e in task.sample(256, seed=cfg.seed) + task.heldout(min(cfg.eval_size, 256))]
+            n = max((len(tok(q, add_special_tokens=False)["input_ids"]) if cfg.model else len(q)) for q in prompts) + cfg.max_new_tokens + 1
+            if n > rm_ctx:
+                raise ValueError(f"reward_model: a prompt plus {cfg.max_new_tokens} new tokens and eos is {n} tokens, longer than the "
+                                 f"reward model's context of {rm_ctx} tokens")
     if ctx is not None:
         gen = cfg.max_new_tokens
         if records is not None:
