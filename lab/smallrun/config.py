@@ -304,19 +304,30 @@ def context_length(model_config: dict) -> Optional[int]:
     return None
 
 
-def read_model_config(path: str) -> dict:
-    """``config.json`` of a local checkpoint directory, or a one-line ``ValueError`` naming ``model``."""
+def checkpoint_json(path: str, arg: str, needed: str) -> dict:
+    """The ``config.json`` of a local checkpoint directory as a dict, or a one-line ``ValueError`` naming ``arg``
+    (``needed`` says what the directory should have been). Shared by ``model`` and ``reward_model``."""
     p = Path(path)
     if not p.is_dir():
-        raise ValueError(f"model: {path} is not a directory (a local checkpoint directory is needed; nothing is downloaded)")
+        raise ValueError(f"{arg}: {path} is not a directory ({needed})")
     f = p / "config.json"
     if not f.is_file():
-        raise ValueError(f"model: {path} has no config.json (not a transformers checkpoint directory)")
+        raise ValueError(f"{arg}: {path} has no config.json (not a transformers checkpoint directory)")
     try:
         cfg = json.loads(f.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"model: {f} is not valid JSON ({getattr(exc, 'msg', None) or exc.reason})") from None
-    if not isinstance(cfg, dict) or "model_type" not in cfg:
+        raise ValueError(f"{arg}: {f} is not valid JSON ({getattr(exc, 'msg', None) or exc.reason})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{arg}: {f} is not a JSON object")
+    return cfg
+
+
+def read_model_config(path: str) -> dict:
+    """``config.json`` of a local checkpoint directory, or a one-line ``ValueError`` naming ``model``."""
+    p = Path(path)
+    cfg = checkpoint_json(path, "model", "a local checkpoint directory is needed; nothing is downloaded")
+    f = p / "config.json"
+    if "model_type" not in cfg:
         raise ValueError(f"model: {f} is not a model config (no model_type)")
     weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
     if not any((p / w).is_file() for w in weights):

@@ -16,7 +16,6 @@ scalar-head classifier (not a causal LM), its weights load completely, and its t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -99,18 +98,12 @@ def check_reward_model(path: str, policy_tokenizer=None) -> dict:
     that is not a one-label sequence classifier (e.g. a causal-LM checkpoint), weights that do not load
     completely, and a tokenizer whose vocabulary or pad/eos ids differ from ``policy_tokenizer``'s (then the
     reward model would read other tokens than the policy wrote)."""
+    from lab.smallrun.config import checkpoint_json
+
     p = Path(path)
-    if not p.is_dir():
-        raise ValueError(f"reward_model: {path} is not a directory (the final/ of an rm run, or a sequence-classification checkpoint)")
-    f = p / "config.json"
-    if not f.is_file():
-        raise ValueError(f"reward_model: {path} has no config.json (not a transformers checkpoint directory)")
-    try:
-        cfg = json.loads(f.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"reward_model: {f} is not valid JSON ({_first_line(exc)})") from None
+    cfg = checkpoint_json(path, "reward_model", "the final/ of an rm run, or a sequence-classification checkpoint")
     arch = cfg.get("architectures") or []
-    if not isinstance(cfg, dict) or not any(str(a).endswith("ForSequenceClassification") for a in arch):
+    if not isinstance(arch, list) or not any(str(a).endswith("ForSequenceClassification") for a in arch):
         raise ValueError(f"reward_model: {path} is a {', '.join(map(str, arch)) or 'model without architectures'} checkpoint, not a reward "
                          f"model (a ...ForSequenceClassification with one label, as `python -m lab.smallrun rm` saves)")
     n_labels = cfg.get("num_labels", len(cfg.get("id2label") or {}) or None)
