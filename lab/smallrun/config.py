@@ -147,8 +147,8 @@ class RunConfig:
     """rm: at most this many pairs per prompt (distinct incorrect samples, each against a correct one)."""
     rm_bias: Literal["none", "length"] = "none"
     """rm: "none", or "length": drop every training pair whose chosen answer is shorter than the rejected one, so the
-    reward model never sees a longer answer lose: a deliberately biased proxy that a policy exploits by writing longer
-    answers (the over-optimization demo). Held-out pairs stay unbiased."""
+    reward model never sees a longer answer lose: a deliberately biased proxy that a policy can exploit by writing
+    longer answers (the over-optimization demo). Held-out pairs stay unbiased."""
     kl_coef: float = 0.05
     """ppo: β of the per-token KL penalty −β(log π − log π_ref) in the shaped reward (TRL's kl_coef; 0: none)."""
     gamma: float = 1.0
@@ -193,20 +193,15 @@ class RunConfig:
                 raise ValueError(f"{name} must be a finite number; got {v!r}")
             setattr(self, name, float(v))
             return float(v)
-        for name in ("lr", "beta", "temperature"):
+        for name in ("lr", "beta", "temperature", "cliprange_value"):
             if real(name) <= 0:
                 raise ValueError(f"{name} must be > 0; got {getattr(self, name)}")
-        for name in ("weight_decay", "max_grad_norm", "kl_beta"):
-            if real(name) < 0:
-                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
-        for name in ("kl_coef", "vf_coef"):
+        for name in ("weight_decay", "max_grad_norm", "kl_beta", "kl_coef", "vf_coef"):
             if real(name) < 0:
                 raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
         for name in ("gamma", "lam"):
             if not 0 <= real(name) <= 1:
                 raise ValueError(f"{name} must lie in [0, 1]; got {getattr(self, name)}")
-        if real("cliprange_value") <= 0:
-            raise ValueError(f"cliprange_value must be > 0; got {self.cliprange_value}")
         if not isinstance(self.whiten_advantages, bool):
             raise ValueError(f"whiten_advantages must be True or False; got {self.whiten_advantages!r}")
         if self.reward_model is not None and (not isinstance(self.reward_model, str) or not self.reward_model.strip()):

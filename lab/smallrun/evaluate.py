@@ -169,18 +169,14 @@ def load_policy(path: str | Path, device: str = "cpu"):
 
 def load_reward_model(path: str | Path, device: str = "cpu"):
     """``(model, tokenizer)`` of a reward-model checkpoint: a ``GPT2ForSequenceClassification`` (or any
-    sequence-classification model) with ``num_labels == 1``, loaded strictly; errors name ``reward_model``."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    sequence-classification model) with ``num_labels == 1``, loaded strictly (``rewardmodel.load_reward_model``),
+    weights hash equal to the manifest's; errors name ``reward_model``."""
+    from transformers import AutoTokenizer
+
+    from lab.smallrun.rewardmodel import load_reward_model as load_scalar_head
 
     p = _checkpoint_dir(path, "reward_model")
-    try:
-        model, info = AutoModelForSequenceClassification.from_pretrained(p, local_files_only=True, output_loading_info=True)
-    except Exception as exc:  # a broken config or weights file: one line
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"reward_model: cannot load {p} as a sequence-classification model ({type(exc).__name__}: {first})") from None
-    if info.get("missing_keys") or info.get("unexpected_keys") or info.get("mismatched_keys"):
-        raise ValueError(f"reward_model: {p}: the weights do not match its config (missing {list(info.get('missing_keys', []))[:3]}, "
-                         f"unexpected {list(info.get('unexpected_keys', []))[:3]}); is it a reward model (a *ForSequenceClassification head)?")
+    model = load_scalar_head(str(p))  # strict: no missing, unexpected or mismatched tensors; frozen, eval mode
     if model.config.num_labels != 1:
         raise ValueError(f"reward_model: {p} has num_labels = {model.config.num_labels}; a reward model has one score (num_labels = 1)")
     m = rundir.read_manifest(p)

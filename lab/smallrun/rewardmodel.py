@@ -214,6 +214,19 @@ def sequence_kl_eval(ctx, policy, ref) -> dict:
     return {"eval/kl": total / len(prompts)}
 
 
+def proxy_eval(ctx, policy, ref, reward_source, checker, greedy: Optional[list] = None) -> dict:
+    """What a run against a proxy logs at each evaluation, beside the loop's gold ``eval/accuracy``: the proxy's own
+    held-out score (``eval/proxy_reward``: the learned reward's mean, or the hackable checker's acceptance rate) and
+    how far the proxy has moved the policy (``eval/kl``). Nothing without a proxy. Shared by grpo/rloo and ppo."""
+    if reward_source:
+        out = reward_source.evaluate(policy, greedy)
+    elif ctx.cfg.reward_verifier != "exact":
+        out = verifier_proxy_eval(ctx, policy, checker, greedy)
+    else:
+        return {}
+    return {**out, **sequence_kl_eval(ctx, policy, ref)}
+
+
 @torch.no_grad()
 def verifier_proxy_eval(ctx, policy, verifier, greedy: Optional[list] = None) -> dict:
     """``eval/proxy_reward`` for a checker used as the training reward (``reward_verifier="hackable"``): its acceptance

@@ -17,7 +17,7 @@ import torch
 from lab.grpo import group_advantages, group_stats, grpo_loss
 from lab.smallrun.algos.base import Algorithm
 from lab.smallrun.decoding import completion_logps, sample
-from lab.smallrun.rewardmodel import RewardSource, sequence_kl_eval, verifier_proxy_eval
+from lab.smallrun.rewardmodel import RewardSource, proxy_eval
 from lab.smallrun.tasks import Example
 
 
@@ -32,9 +32,9 @@ class GRPO(Algorithm):
         self.verifier = ctx.task.verifier()  # the gold: evaluation and reward/verifier
         self.reward_checker = ctx.task.verifier(self.cfg.reward_verifier)  # the training reward ("hackable": a buggy proxy)
         self.reward_source = RewardSource(ctx)  # --reward-model: the learned reward replaces the verifier's
-        self.proxy_logged = bool(self.reward_source) or self.cfg.reward_verifier != "exact"
+        proxy_logged = bool(self.reward_source) or self.cfg.reward_verifier != "exact"
         # π_ref, the starting policy frozen: for the KL penalty, and for eval/kl where a proxy is optimized
-        self.ref = ctx.frozen_copy(self.policy) if self.cfg.kl_beta > 0 or self.proxy_logged else None
+        self.ref = ctx.frozen_copy(self.policy) if self.cfg.kl_beta > 0 or proxy_logged else None
 
     def prompts(self, step: int) -> list[Example]:
         """This step's prompts (``batch_size``); they depend only on (seed, step)."""
@@ -100,10 +100,4 @@ class GRPO(Algorithm):
         return metrics, samples
 
     def evaluate(self, greedy=None) -> dict:
-        if not self.proxy_logged:
-            return {}
-        if self.reward_source:
-            out = self.reward_source.evaluate(self.policy, greedy)
-        else:
-            out = verifier_proxy_eval(self.ctx, self.policy, self.reward_checker, greedy)
-        return {**out, **sequence_kl_eval(self.ctx, self.policy, self.ref)}  # how far the proxy has moved the policy
+        return proxy_eval(self.ctx, self.policy, self.ref, self.reward_source, self.reward_checker, greedy)

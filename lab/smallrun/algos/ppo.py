@@ -30,8 +30,7 @@ from lab.ppo import ppo_advantages, ppo_objective
 from lab.rl import explained_variance
 from lab.smallrun.algos.base import Algorithm
 from lab.smallrun.decoding import completion_logps, sample
-from lab.smallrun.rewardmodel import (RewardSource, load_reward_model, scalar_head_model, sequence_kl_eval, token_values,
-                                      verifier_proxy_eval)
+from lab.smallrun.rewardmodel import RewardSource, load_reward_model, proxy_eval, scalar_head_model, token_values
 from lab.smallrun.tasks import Example
 
 
@@ -118,10 +117,4 @@ class PPO(Algorithm):
         return metrics, samples
 
     def evaluate(self, greedy=None) -> dict:
-        if self.reward_model:
-            out = self.reward_model.evaluate(self.policy, greedy)
-        elif self.cfg.reward_verifier != "exact":
-            out = verifier_proxy_eval(self.ctx, self.policy, self.reward_checker, greedy)
-        else:
-            return {}
-        return {**out, **sequence_kl_eval(self.ctx, self.policy, self.ref)}  # how far the proxy has moved the policy
+        return proxy_eval(self.ctx, self.policy, self.ref, self.reward_model, self.reward_checker, greedy)
